@@ -1,0 +1,5 @@
+import sys
+
+from extender.cli import main
+
+sys.exit(main())

@@ -1,0 +1,6 @@
+"""Sub-commands beyond check-config. Each module named here has ``register(subparsers)``;
+importing lazily keeps ``check-config`` free of Flask and the simulator."""
+
+from __future__ import annotations
+
+COMMAND_MODULES: tuple[str, ...] = ()

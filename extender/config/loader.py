@@ -1,0 +1,90 @@
+"""YAML -> defaults -> validation -> frozen ``PlatformConfig``.
+
+``load_config`` raises ``ConfigError`` carrying every problem; nothing half-valid escapes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from extender.config.build import build_accelerator
+from extender.config.defaults import apply_defaults, effective_accelerators
+from extender.config.types import (
+    LabelMapping,
+    NodeLabelConfig,
+    PlatformConfig,
+    ProtectionConfig,
+    ScoringConfig,
+    ServiceConfig,
+)
+from extender.config.validation import validate_config
+from extender.errors import ConfigError, FieldError
+
+
+def parse_yaml(text: str, source: str) -> dict[str, Any]:
+    """Parse YAML text; an empty document is an empty config."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError([FieldError("(file)", f"not valid YAML: {exc}")], source) from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError([FieldError("(file)", f"must be a mapping, got {type(data).__name__}")],
+                          source)
+    return data
+
+
+def load_config_text(text: str, *, source: str = "config",
+                     strategies: Collection[str] = ()) -> PlatformConfig:
+    raw = apply_defaults(parse_yaml(text, source))
+    errors = validate_config(raw, strategies)
+    if errors:
+        raise ConfigError(errors, source)
+    return build_config(raw)
+
+
+def load_config(path: str | Path | None = None, *,
+                strategies: Collection[str] = ()) -> PlatformConfig:
+    """Load ``path``, or the defaults when ``path`` is ``None``."""
+    if path is None:
+        return load_config_text("", source="(defaults)", strategies=strategies)
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise ConfigError([FieldError("(file)", f"cannot read: {exc.strerror}")], str(path)) \
+            from exc
+    return load_config_text(text, source=str(path), strategies=strategies)
+
+
+def build_config(raw: dict[str, Any]) -> PlatformConfig:
+    """Typed config from a defaulted, validated raw tree (performs no validation)."""
+    labels = raw["nodeLabels"]
+    protection = raw["protection"]
+    scoring = raw["scoring"]
+    service = raw["service"]
+    protected = protection["protectedTypes"]
+    return PlatformConfig(
+        accelerators=tuple(build_accelerator(e) for _, e in
+                           effective_accelerators(raw["accelerators"])),
+        node_labels=NodeLabelConfig(
+            presets=tuple(labels["presets"]),
+            custom=tuple(LabelMapping(key=m["key"], values=dict(m.get("values", {})))
+                         for m in labels["custom"]),
+        ),
+        protection=ProtectionConfig(
+            protected_types=None if protected is None else tuple(protected),
+            namespaces={ns: tuple(names) for ns, names in protection["namespaces"].items()},
+        ),
+        scoring=ScoringConfig(strategy=scoring["strategy"],
+                              weights={k: float(v) for k, v in scoring["weights"].items()}),
+        service=ServiceConfig(
+            reservation_ttl_seconds=float(service["reservationTTLSeconds"]),
+            reconcile_interval_seconds=float(service["reconcileIntervalSeconds"]),
+            check_cpu_memory=bool(service["checkCpuMemory"]),
+        ),
+    )

@@ -1,0 +1,69 @@
+"""What a platform engineer can tune, as frozen typed objects.
+
+The YAML is camelCase (Kubernetes style); the attribute docstrings give units and why each
+default is what it is. Defaults live in ``defaults.py``, checks in ``validation.py``, parsing in
+``loader.py``: these types only describe.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from extender.catalog.types import AcceleratorType
+
+
+@dataclass(frozen=True)
+class LabelMapping:
+    """A node label that names the GPU type (Flyte-style mapping owned by the platform team)."""
+
+    key: str
+    """Label key, e.g. ``k8s.amazonaws.com/accelerator``."""
+    values: Mapping[str, str] = field(default_factory=dict)
+    """Label value -> catalog name. Empty: the value itself is looked up in the catalog."""
+
+
+@dataclass(frozen=True)
+class NodeLabelConfig:
+    presets: tuple[str, ...]
+    """Built-in label conventions to read, in priority order: gfd, gke, eks-karpenter, aks."""
+    custom: tuple[LabelMapping, ...] = ()
+    """Extra label mappings; they win over presets."""
+
+
+@dataclass(frozen=True)
+class ProtectionConfig:
+    protected_types: tuple[str, ...] | None
+    """Names (ids or families) untyped pods may never use. ``None``: the catalog's flags."""
+    namespaces: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Namespace -> protected names its untyped pods may use anyway (``"*"`` = all)."""
+
+
+@dataclass(frozen=True)
+class ScoringConfig:
+    strategy: str
+    """Registered scoring strategy (``gpu-extender strategies`` lists them)."""
+    weights: Mapping[str, float] = field(default_factory=dict)
+    """Strategy-specific weights; each strategy documents the keys it reads."""
+
+
+@dataclass(frozen=True)
+class ServiceConfig:
+    reservation_ttl_seconds: float = 30.0
+    """How long a placement chosen in prioritize is held for the bind that should follow it.
+    kube-scheduler binds within milliseconds; 30 s covers a slow API server without letting a
+    pod that was never bound block a GPU for long."""
+    reconcile_interval_seconds: float = 300.0
+    """Period of the full relist that repairs drift between watch and inventory."""
+    check_cpu_memory: bool = False
+    """Also check node CPU and memory in filter. kube-scheduler already does; the simulator
+    turns this on because there is no kube-scheduler in it."""
+
+
+@dataclass(frozen=True)
+class PlatformConfig:
+    accelerators: tuple[AcceleratorType, ...]
+    node_labels: NodeLabelConfig
+    protection: ProtectionConfig
+    scoring: ScoringConfig
+    service: ServiceConfig

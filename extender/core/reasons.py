@@ -1,0 +1,107 @@
+"""Why a node does not fit: a closed set of codes, each with its verdict and a message template
+filled with numbers. Messages are formatted once per distinct (code, numbers) group, not once
+per node: a 10,000-node filter answer has few distinct reasons."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from enum import IntEnum
+
+import numpy as np
+import numpy.typing as npt
+
+from extender.catalog import Catalog
+from extender.model import Verdict
+
+
+class Reason(IntEnum):
+    FITS = 0
+    # unresolvable: no eviction makes room
+    UNKNOWN_NODE = 1
+    NO_GPUS = 2
+    TYPE_MISMATCH = 3
+    PROTECTED = 4
+    TOO_FEW_GPUS = 5
+    TOO_LITTLE_VRAM = 6
+    NOT_TIME_SLICED = 7
+    NO_MIG_PROFILE = 8
+    TOO_FEW_MIG_INSTANCES = 9
+    UNHEALTHY = 10
+    # unschedulable: full now
+    GPUS_BUSY = 20
+    VRAM_BUSY = 21
+    REPLICAS_BUSY = 22
+    MIG_BUSY = 23
+    CPU_BUSY = 24
+    MEMORY_BUSY = 25
+    FRACTION_BUSY = 26
+
+
+def verdict_of(code: int) -> Verdict:
+    if code == Reason.FITS:
+        return Verdict.FITS
+    return Verdict.UNRESOLVABLE if code < Reason.GPUS_BUSY else Verdict.UNSCHEDULABLE
+
+
+VERDICT_BY_CODE = np.array([verdict_of(c).value for c in range(32)], dtype=np.int8)
+
+# Parameters per code (columns of the params array): a, b, c.
+_TEMPLATES: dict[Reason, Callable[[Catalog, int, int, int], str]] = {
+    Reason.UNKNOWN_NODE: lambda cat, a, b, c: "node is not in the GPU inventory (yet)",
+    Reason.NO_GPUS: lambda cat, a, b, c: "node has no GPUs",
+    Reason.TYPE_MISMATCH: lambda cat, a, b, c:
+        f"node has {_types(cat, a, b)} GPUs; the pod accepts other types",
+    Reason.PROTECTED: lambda cat, a, b, c:
+        f"{_types(cat, a, b)} is protected: untyped GPU pods may not use it (name the type in "
+        "label gpu-extender.io/accelerator, or ask for a namespace allowance)",
+    Reason.TOO_FEW_GPUS: lambda cat, a, b, c:
+        f"node has {a} GPU(s) of accepted types; the pod needs {b} distinct GPUs",
+    Reason.TOO_LITTLE_VRAM: lambda cat, a, b, c:
+        f"largest accepted GPU has {a} MiB VRAM; the pod needs {b} MiB",
+    Reason.NOT_TIME_SLICED: lambda cat, a, b, c:
+        f"node has {a} time-sliced GPU(s) of accepted types; the pod needs {b}",
+    Reason.NO_MIG_PROFILE: lambda cat, a, b, c:
+        "no accepted GPU on the node is partitioned for this MIG profile",
+    Reason.TOO_FEW_MIG_INSTANCES: lambda cat, a, b, c:
+        f"node can hold at most {a} instance(s) of this MIG profile; the pod needs {b}",
+    Reason.UNHEALTHY: lambda cat, a, b, c:
+        f"{a} of the node's accepted GPUs are unhealthy; {b} healthy, the pod needs {c}",
+    Reason.GPUS_BUSY: lambda cat, a, b, c:
+        f"{a}/{b} accepted GPUs in use; the pod needs {c} free",
+    Reason.VRAM_BUSY: lambda cat, a, b, c:
+        f"{b}/{b} accepted GPUs lack free VRAM: need {c} MiB, best free {a} MiB",
+    Reason.REPLICAS_BUSY: lambda cat, a, b, c:
+        f"{a} time-sliced GPU(s) have a free replica; the pod needs {c}",
+    Reason.MIG_BUSY: lambda cat, a, b, c:
+        f"{a} free placement(s) for this MIG profile; the pod needs {c}",
+    Reason.FRACTION_BUSY: lambda cat, a, b, c:
+        f"{b}/{b} accepted GPUs lack a free share: need {c}/1000 of a GPU, best free {a}/1000",
+    Reason.CPU_BUSY: lambda cat, a, b, c: f"insufficient cpu: {a}m free, the pod needs {b}m",
+    Reason.MEMORY_BUSY: lambda cat, a, b, c:
+        f"insufficient memory: {a} MiB free, the pod needs {b} MiB",
+}
+
+
+def _types(catalog: Catalog, low: int, high: int) -> str:
+    if low == high:
+        return catalog.id_of(low)
+    return f"{catalog.id_of(low)}..{catalog.id_of(high)} (mixed)"
+
+
+def format_reasons(catalog: Catalog, codes: npt.NDArray[np.int8],
+                   params: npt.NDArray[np.int64]) -> list[str]:
+    """One message per node; formatting is done once per distinct (code, params) row.
+
+    ``codes``: (n,) int8; ``params``: (n, 3) int64.
+    """
+    if len(codes) == 0:
+        return []
+    keys = np.concatenate([codes[:, None].astype(np.int64), params], axis=1)
+    unique, inverse = np.unique(keys, axis=0, return_inverse=True)
+    texts = [_TEMPLATES[Reason(int(k[0]))](catalog, int(k[1]), int(k[2]), int(k[3]))
+             if int(k[0]) != Reason.FITS else "" for k in unique]
+    return [texts[i] for i in inverse.reshape(-1)]
+
+
+def format_reason(catalog: Catalog, code: int, a: int = 0, b: int = 0, c: int = 0) -> str:
+    return _TEMPLATES[Reason(code)](catalog, a, b, c) if code != Reason.FITS else ""

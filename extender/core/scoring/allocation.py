@@ -1,0 +1,73 @@
+"""kube-scheduler's NodeResourcesFit strategies on the GPU dimension.
+
+Details (``least_allocated.go``, ``most_allocated.go``): with ``capacity`` the node's GPUs and
+``requested`` the GPU-equivalents in use plus what the pod would take on its best GPU::
+
+    LeastAllocated = (capacity - requested) * MAX_SCORE / capacity
+    MostAllocated  = requested * MAX_SCORE / capacity
+
+``requested`` is clamped to ``capacity``; a node without GPUs scores 0.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from extender.core.fit import FitResult
+from extender.core.request import PlacementRequest
+from extender.core.scoring.base import (
+    MAX_SCORE,
+    ScoreResult,
+    StrategyContext,
+    fitting,
+    no_choice,
+    register,
+)
+from extender.core.scoring.capacity import gpu_counts, request_fraction, used_fraction
+from extender.inventory.snapshot import ClusterSnapshot
+
+
+def requested_share(snapshot: ClusterSnapshot, req: PlacementRequest,
+                    fit: FitResult) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rows, requested, capacity) for the fitting nodes."""
+    positions, rows = fitting(fit)
+    units = fit.units[positions]
+    used = used_fraction(snapshot, rows).sum(axis=1)
+    take = request_fraction(snapshot, req, rows)
+    per_unit = np.where(units > 0, take, np.inf).min(axis=1)
+    per_unit = np.where(np.isfinite(per_unit), per_unit, 0.0)
+    requested = used + per_unit * req.count
+    capacity = gpu_counts(snapshot, rows).astype(np.float64)
+    return rows, np.minimum(requested, capacity), capacity
+
+
+class LeastAllocated:
+    name = "least-allocated"
+
+    def __init__(self, context: StrategyContext) -> None:
+        self.context = context
+
+    def score(self, snapshot: ClusterSnapshot, req: PlacementRequest,
+              fit: FitResult) -> ScoreResult:
+        rows, requested, capacity = requested_share(snapshot, req, fit)
+        safe = np.maximum(capacity, 1.0)
+        scores = np.where(capacity > 0, (capacity - requested) * MAX_SCORE / safe, 0.0)
+        return ScoreResult(rows, scores, no_choice(len(rows)))
+
+
+class MostAllocated:
+    name = "most-allocated"
+
+    def __init__(self, context: StrategyContext) -> None:
+        self.context = context
+
+    def score(self, snapshot: ClusterSnapshot, req: PlacementRequest,
+              fit: FitResult) -> ScoreResult:
+        rows, requested, capacity = requested_share(snapshot, req, fit)
+        safe = np.maximum(capacity, 1.0)
+        scores = np.where(capacity > 0, requested * MAX_SCORE / safe, 0.0)
+        return ScoreResult(rows, scores, no_choice(len(rows)))
+
+
+register("least-allocated")(LeastAllocated)
+register("most-allocated")(MostAllocated)

@@ -1,0 +1,61 @@
+"""BestFit as the FGD simulator implements it (``best_fit_score.go``).
+
+Details: with CPU max 128 cores and GPU max 8 GPUs (as thousandths)::
+
+    s = 0.5 * (cpu_free - cpu_req) / 128000 + 0.5 * (gpu_free - gpu_req) / 8000
+    score = MAX_SCORE * (1 - s), then min-max normalised over the candidates
+
+so the node left with the least free capacity along both axes wins.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from extender.core.fit import FitResult
+from extender.core.request import PlacementRequest
+from extender.core.scoring.base import (
+    MAX_SCORE,
+    ScoreResult,
+    StrategyContext,
+    fitting,
+    no_choice,
+    register,
+)
+from extender.core.scoring.capacity import request_fraction, used_fraction
+from extender.inventory.snapshot import ClusterSnapshot
+
+MAX_CPU_MILLI = 128_000.0
+MAX_GPU_MILLI = 8_000.0
+
+
+def min_max(scores: np.ndarray) -> np.ndarray:
+    """kube's NormalizeScore: rescale to [0, MAX_SCORE]; all equal -> all MAX_SCORE."""
+    if len(scores) == 0:
+        return scores
+    low, high = float(scores.min()), float(scores.max())
+    if high - low < 1e-12:
+        return np.full_like(scores, MAX_SCORE)
+    out: np.ndarray = (scores - low) * MAX_SCORE / (high - low)
+    return out
+
+
+@register("best-fit")
+class BestFit:
+    name = "best-fit"
+
+    def __init__(self, context: StrategyContext) -> None:
+        self.context = context
+
+    def score(self, snapshot: ClusterSnapshot, req: PlacementRequest,
+              fit: FitResult) -> ScoreResult:
+        positions, rows = fitting(fit)
+        units = fit.units[positions]
+        present = snapshot.gpu_type[rows] >= 0
+        gpu_free = np.where(present, 1.0 - used_fraction(snapshot, rows), 0.0).sum(axis=1) * 1000
+        take = np.where(units > 0, request_fraction(snapshot, req, rows), np.inf).min(axis=1)
+        gpu_req = np.where(np.isfinite(take), take, 0.0) * req.count * 1000
+        cpu_free = snapshot.cpu_free[rows].astype(np.float64)
+        s = 0.5 * (cpu_free - req.cpu_milli) / MAX_CPU_MILLI + \
+            0.5 * (gpu_free - gpu_req) / MAX_GPU_MILLI
+        return ScoreResult(rows, min_max(MAX_SCORE * (1.0 - s)), no_choice(len(rows)))

@@ -1,0 +1,104 @@
+"""The mix of request shapes the cluster sees: FGD's "target workload".
+
+Fragmentation is only meaningful against what will arrive next: a GPU with 0.3 free is
+fragmented for 0.5-GPU pods and useful for 0.25-GPU pods. The mix is either given (the simulator
+takes it from the trace, as FGD does) or learned online from the pods the extender is asked to
+place (exponentially decayed counts, so it follows a drifting workload).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from extender.model import GpuRequest, RequestKind
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One request shape. ``gpus`` is 0 for a CPU-only pod.
+
+    Per-GPU demand is ``milli`` thousandths of a GPU, or ``vram_mib`` (a VRAM share, whose
+    fraction depends on the GPU it lands on).
+    """
+
+    gpus: int
+    milli: int = 1000
+    vram_mib: int = 0
+    cpu_milli: int = 0
+    types: frozenset[int] | None = None
+
+
+def shape_of(request: GpuRequest | None, cpu_milli: int = 0) -> Shape | None:
+    """The shape of a request in the fragmentation model; ``None`` for kinds the model does
+    not cover (MIG instances and time-slice replicas live on partitioned or shared GPUs that
+    the model leaves out)."""
+    if request is None:
+        return Shape(gpus=0, milli=0, cpu_milli=cpu_milli)
+    types = None if request.types is None else request.types - request.excluded
+    if request.kind is RequestKind.WHOLE:
+        return Shape(request.count, 1000, 0, cpu_milli, types)
+    if request.kind is RequestKind.FRACTION:
+        return Shape(1, request.milli, 0, cpu_milli, types)
+    if request.kind is RequestKind.VRAM:
+        return Shape(1, 0, request.vram_mib, cpu_milli, types)
+    return None
+
+
+def typical_shapes(counts: Mapping[Shape, float], coverage: float = 0.95
+                   ) -> dict[Shape, float]:
+    """FGD's typical pods: the most popular shapes covering ``coverage`` of the weight,
+    renormalised to sum to 1 (``GetTypicalPods``, popularity threshold 95 %)."""
+    total = sum(counts.values())
+    if total <= 0:
+        return {}
+    ordered = sorted(counts.items(), key=lambda kv: (-kv[1], _order_key(kv[0])))
+    kept: dict[Shape, float] = {}
+    covered = 0.0
+    for shape, weight in ordered:
+        if covered >= coverage * total:
+            break
+        kept[shape] = weight
+        covered += weight
+    norm = sum(kept.values())
+    return {shape: weight / norm for shape, weight in kept.items()}
+
+
+def _order_key(shape: Shape) -> tuple[int, int, int, int, tuple[int, ...]]:
+    return (shape.gpus, shape.milli, shape.vram_mib, shape.cpu_milli,
+            tuple(sorted(shape.types)) if shape.types is not None else ())
+
+
+class WorkloadMix:
+    """Decayed counts of observed shapes; thread-safe.
+
+    ``half_life`` is in observed pods: a shape seen ``half_life`` pods ago weighs half as much
+    as one seen now. ``version`` changes whenever the typical shapes may have changed, so
+    scorers rebuild their tables only then.
+    """
+
+    def __init__(self, prior: Iterable[tuple[Shape, float]] = (), *, half_life: float = 2000,
+                 rebuild_every: int = 200) -> None:
+        self._decay = 0.5 ** (1.0 / half_life)
+        self._counts: dict[Shape, float] = dict(prior)
+        self._lock = threading.Lock()
+        self._since_rebuild = 0
+        self._rebuild_every = rebuild_every
+        self.version = 0
+
+    def observe(self, shape: Shape | None) -> None:
+        if shape is None:
+            return
+        with self._lock:
+            for key in self._counts:
+                self._counts[key] *= self._decay
+            self._counts[shape] = self._counts.get(shape, 0.0) + 1.0
+            self._since_rebuild += 1
+            if self._since_rebuild >= self._rebuild_every or len(self._counts) == 1:
+                self._since_rebuild = 0
+                self.version += 1
+
+    def typical(self, coverage: float = 0.95) -> dict[Shape, float]:
+        with self._lock:
+            return typical_shapes(dict(self._counts), coverage)

@@ -1,0 +1,75 @@
+"""Our own error hierarchy.
+
+Every error a user can cause names the field, the offending value and what is accepted, so the
+message alone says how to fix it. Nothing outside ``extender.kube`` sees the Kubernetes client's
+exceptions; they are translated and chained as ``__cause__``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+
+class ExtenderError(Exception):
+    """Base of every error raised on purpose by gpu-extender."""
+
+
+@dataclass(frozen=True)
+class FieldError:
+    """One problem with one field, addressed by its path (``accelerators[3].price``)."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}"
+
+
+class ConfigError(ExtenderError):
+    """The platform config is invalid; carries every problem found, not just the first."""
+
+    def __init__(self, errors: Sequence[FieldError], source: str = "config") -> None:
+        self.errors = tuple(errors)
+        self.source = source
+        lines = "\n".join(f"  - {e}" for e in self.errors)
+        super().__init__(f"{source} is invalid ({len(self.errors)} error(s)):\n{lines}")
+
+
+class RequestError(ExtenderError):
+    """A pod asks for something that cannot be understood or can never be satisfied.
+
+    ``field`` is where the pod said it (``spec.containers[0].resources.limits[nvidia.com/gpu]``,
+    ``metadata.labels[gpu-extender.io/accelerator]``), ``value`` what it said and ``accepted`` what
+    would have been understood.
+    """
+
+    def __init__(self, field: str, value: object, problem: str, accepted: str = "") -> None:
+        self.field = field
+        self.value = value
+        self.problem = problem
+        self.accepted = accepted
+        message = f"{field}={value!r}: {problem}"
+        if accepted:
+            message += f" (accepted: {accepted})"
+        super().__init__(message)
+
+
+class QuantityError(ValueError, ExtenderError):
+    """A Kubernetes quantity string could not be parsed."""
+
+
+class CapacityError(ExtenderError):
+    """A reservation would break a per-GPU invariant (over-commit, overlap, shared whole GPU)."""
+
+
+class UnknownNodeError(ExtenderError):
+    """A node name is not in the inventory."""
+
+
+def join_accepted(values: Iterable[str], limit: int = 40) -> str:
+    """Format a list of accepted values for an error message, shortened when long."""
+    items = sorted(set(values))
+    if len(items) > limit:
+        return ", ".join(items[:limit]) + f", ... ({len(items) - limit} more)"
+    return ", ".join(items)

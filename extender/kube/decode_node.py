@@ -1,0 +1,241 @@
+"""Node JSON -> ``NodeInfo``: one ``GpuDevice`` per physical GPU.
+
+Sources, strongest first: the ``gpu-extender.io/gpus`` annotation (published by the node agent:
+exact per-GPU type, memory, MIG layout, replicas, health), then type labels (GFD, GKE, Karpenter,
+AKS or a custom mapping) with ``status.allocatable``. Nothing here raises on bad input: what
+cannot be understood becomes a ``problems`` entry and the GPUs it concerns are left out or typed
+``unknown`` (protected, unrequestable), so a malformed node never crashes the watch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from extender.catalog import Catalog
+from extender.errors import QuantityError
+from extender.kube.labels import LabelMapper
+from extender.model import (
+    ANNOTATION_NODE_GPUS,
+    NODE_GPUS_VERSION,
+    RESOURCE_GPU,
+    RESOURCE_GPU_SHARED,
+    RESOURCE_MIG_PREFIX,
+    GpuDevice,
+    MigLayout,
+    NodeInfo,
+)
+from extender.quantity import parse_quantity, quantity_to_mib, quantity_to_milli
+
+TIME_SLICING = ("time-slicing", "time-sharing")
+
+
+class NodeDecoder:
+    def __init__(self, catalog: Catalog, labels: LabelMapper) -> None:
+        self._catalog = catalog
+        self._labels = labels
+
+    def decode(self, node: Mapping[str, Any]) -> NodeInfo:
+        meta = node.get("metadata") or {}
+        status = node.get("status") or {}
+        allocatable = status.get("allocatable") or {}
+        labels = meta.get("labels") or {}
+        annotations = meta.get("annotations") or {}
+        name = meta.get("name", "") or ""
+        problems: list[str] = []
+        gpus: tuple[GpuDevice, ...] | None = None
+        raw_type = ""
+        if ANNOTATION_NODE_GPUS in annotations:
+            try:
+                gpus = self._from_annotation(annotations[ANNOTATION_NODE_GPUS], problems)
+            except ValueError as exc:
+                problems.append(f"metadata.annotations[{ANNOTATION_NODE_GPUS}]: {exc}; "
+                                "falling back to labels")
+        if gpus is None:
+            gpus, raw_type = self._from_labels(labels, allocatable, problems)
+        return NodeInfo(
+            name=name,
+            gpus=gpus,
+            cpu_milli=_quantity(quantity_to_milli, allocatable.get("cpu")),
+            memory_mib=_quantity(quantity_to_mib, allocatable.get("memory")),
+            type_name=raw_type,
+            problems=tuple(problems),
+        )
+
+    # -- annotation ---------------------------------------------------------------------------
+
+    def _from_annotation(self, text: object, problems: list[str]) -> tuple[GpuDevice, ...]:
+        try:
+            doc = orjson.loads(text if isinstance(text, str | bytes) else b"")
+        except orjson.JSONDecodeError as exc:
+            raise ValueError(f"not JSON ({exc})") from exc
+        if not isinstance(doc, dict) or doc.get("version") != NODE_GPUS_VERSION:
+            raise ValueError(f"must be an object with version {NODE_GPUS_VERSION}")
+        entries = doc.get("gpus")
+        if not isinstance(entries, list):
+            raise ValueError("'gpus' must be a list")
+        devices = []
+        seen: set[int] = set()
+        for i, entry in enumerate(entries):
+            where = f"gpus[{i}]"
+            try:
+                device = self._device(entry)
+            except (KeyError, TypeError, ValueError) as exc:
+                problems.append(f"{ANNOTATION_NODE_GPUS} {where}: {exc!r}; GPU ignored")
+                continue
+            if device.index in seen:
+                problems.append(f"{ANNOTATION_NODE_GPUS} {where}: duplicate index "
+                                f"{device.index}; GPU ignored")
+                continue
+            if device.type_index == self._catalog.unknown_index:
+                problems.append(f"{ANNOTATION_NODE_GPUS} {where}: unknown GPU type "
+                                f"{entry.get('type')!r}")
+            seen.add(device.index)
+            devices.append(device)
+        return tuple(sorted(devices, key=lambda d: d.index))
+
+    def _device(self, entry: Mapping[str, Any]) -> GpuDevice:
+        memory = int(entry.get("memoryMiB", 0)) or None
+        type_index = self._catalog.resolve_node_type(str(entry["type"]), memory)
+        if type_index is None:
+            type_index = self._catalog.unknown_index
+        if memory is None:
+            memory = int(self._catalog.memory_mib[type_index])
+        mig = entry.get("mig")
+        layout = None
+        if mig:
+            if mig.get("mode") == "dynamic":
+                layout = MigLayout(dynamic=True)
+            else:
+                instances = tuple((str(x["profile"]), int(x["start"]))
+                                  for x in mig.get("instances", []))
+                layout = MigLayout(dynamic=False, instances=instances)
+            if self._catalog.mig_slots[type_index] == 0:
+                raise ValueError(f"type {entry['type']!r} has no MIG geometry in the catalog")
+        index = int(entry["index"])
+        replicas = int(entry.get("replicas", 0))
+        if index < 0 or memory <= 0 or replicas < 0:
+            raise ValueError("index, memoryMiB and replicas must be >= 0")
+        return GpuDevice(index=index, type_index=type_index, memory_mib=memory,
+                         uuid=entry.get("uuid"), replicas=replicas, mig=layout,
+                         healthy=bool(entry.get("healthy", True)))
+
+    # -- labels + allocatable ---------------------------------------------------------------
+
+    def _from_labels(self, labels: Mapping[str, str], allocatable: Mapping[str, Any],
+                     problems: list[str]) -> tuple[tuple[GpuDevice, ...], str]:
+        whole = _count(allocatable.get(RESOURCE_GPU))
+        shared = _count(allocatable.get(RESOURCE_GPU_SHARED))
+        mig_counts = {name[len(RESOURCE_MIG_PREFIX):]: _count(value)
+                      for name, value in allocatable.items()
+                      if name.startswith(RESOURCE_MIG_PREFIX) and _count(value) > 0}
+        if not (whole or shared or mig_counts):
+            return (), ""
+        found = self._labels.node_type(labels)
+        type_index = found.type_index
+        if type_index is None:
+            problems.append("advertises GPUs but has no GPU type label (expected one of: "
+                            + ", ".join(self._labels.type_label_keys) + ")")
+            type_index = self._catalog.unknown_index
+        elif type_index == self._catalog.unknown_index:
+            problems.append(f"{found.key}={found.raw_name!r} is not in the accelerator catalog")
+        # Sharing and size labels may come from another convention than the type label
+        # (a Karpenter node runs GFD too): read each from the type's preset first, then any.
+        presets = [p for p in (found.preset, *self._labels.presets) if p is not None]
+
+        def label(attribute: str) -> str | None:
+            for preset in presets:
+                key = getattr(preset, attribute)
+                if key is not None and key in labels:
+                    return str(labels[key])
+            return None
+
+        memory = _int(label("memory_key")) or int(self._catalog.memory_mib[type_index])
+        count_label = _int(label("count_key"))
+        replicas = _int(label("replicas_key")) or 0
+        sharing = label("sharing_key") or ""
+        time_sliced = replicas > 1 and (not sharing or sharing in TIME_SLICING)
+
+        devices: list[GpuDevice] = []
+        if shared:
+            physical = count_label or (shared // replicas if replicas > 1 else 0)
+            if physical <= 0 or shared % physical:
+                problems.append(f"{RESOURCE_GPU_SHARED}={shared} without a GPU count or replica "
+                                "label; assumed one GPU")
+                physical = 1
+            per_gpu = shared // physical
+            devices += [GpuDevice(i, type_index, memory, replicas=per_gpu)
+                        for i in range(physical)]
+        if whole:
+            if time_sliced and not shared:
+                physical = count_label or max(1, whole // replicas)
+                devices += [GpuDevice(len(devices) + i, type_index, memory, replicas=replicas)
+                            for i in range(physical)]
+            else:
+                devices += [GpuDevice(len(devices) + i, type_index, memory)
+                            for i in range(whole)]
+        if mig_counts:
+            for layout in self._pack_mig(type_index, mig_counts, problems):
+                devices.append(GpuDevice(len(devices), type_index, memory, mig=layout))
+        return tuple(devices), found.raw_name
+
+    def _pack_mig(self, type_index: int, counts: Mapping[str, int],
+                  problems: list[str]) -> list[MigLayout]:
+        """Rebuild static MIG layouts from per-profile instance counts (mixed strategy):
+        largest profiles first, each at the lowest free legal start of the first GPU with room.
+        """
+        geometry = (self._catalog.types[type_index].mig
+                    if type_index < len(self._catalog) else None)
+        if geometry is None:
+            problems.append("advertises MIG resources but its GPU type has no MIG geometry")
+            return []
+        wanted = []
+        for name, count in counts.items():
+            profile = geometry.profile(name)
+            if profile is None:
+                problems.append(f"{RESOURCE_MIG_PREFIX}{name} is not a profile of "
+                                f"{self._catalog.id_of(type_index)}; ignored")
+                continue
+            wanted += [profile] * count
+        wanted.sort(key=lambda p: (-p.slices, p.name))
+        gpus: list[tuple[int, list[tuple[str, int]]]] = []  # (used slot mask, instances)
+        for profile in wanted:
+            span = (1 << profile.slices) - 1
+            for g, (used, instances) in enumerate(gpus):
+                start = next((s for s in profile.starts if not used & (span << s)), None)
+                if start is not None:
+                    gpus[g] = (used | span << start, [*instances, (profile.name, start)])
+                    break
+            else:
+                start = profile.starts[0]
+                gpus.append((span << start, [(profile.name, start)]))
+        return [MigLayout(dynamic=False, instances=tuple(instances)) for _, instances in gpus]
+
+
+def _count(value: object) -> int:
+    if value is None:
+        return 0
+    try:
+        return max(0, int(parse_quantity(value)))
+    except QuantityError:
+        return 0
+
+
+def _quantity(convert: Any, value: object) -> int:
+    if value is None:
+        return 0
+    try:
+        return int(convert(value))
+    except QuantityError:
+        return 0
+
+
+def _int(value: str | None) -> int | None:
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        return None

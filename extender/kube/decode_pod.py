@@ -1,0 +1,402 @@
+"""Pod JSON -> ``PodInfo``: the GPU request computed once, as kube-scheduler computes requests.
+
+Containers add up; init containers run one at a time, so the pod needs the larger of (sum of
+containers, largest init container) - ``computePodResourceRequest``. Exactly one amount form per
+container and per pod. Every error names the field, the value and what is accepted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from extender.catalog import Catalog
+from extender.errors import QuantityError, RequestError, join_accepted
+from extender.kube.annotations import decode_assignment
+from extender.kube.labels import LabelMapper
+from extender.model import (
+    ANNOTATION_ACCELERATORS,
+    ANNOTATION_ASSIGNED,
+    ANNOTATION_EXCLUDE,
+    LABEL_ACCELERATOR,
+    RESOURCE_GPU,
+    RESOURCE_GPU_MEMORY,
+    RESOURCE_GPU_MILLI,
+    RESOURCE_GPU_SHARED,
+    RESOURCE_MIG_PREFIX,
+    GpuRequest,
+    PodInfo,
+    PodKey,
+    RequestKind,
+)
+from extender.quantity import parse_quantity, quantity_to_mib, quantity_to_milli
+
+AMOUNT_FORMS = (f"{RESOURCE_GPU}: N, {RESOURCE_GPU_SHARED}: N, {RESOURCE_MIG_PREFIX}<profile>: N, "
+                f"{RESOURCE_GPU_MEMORY}: <bytes, e.g. 4Gi>, {RESOURCE_GPU_MILLI}: 1..999")
+_AFFINITY = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+
+
+@dataclass(frozen=True)
+class _Amount:
+    """One container's GPU amount, before adding up."""
+
+    kind: RequestKind
+    count: int
+    vram_mib: int
+    mig_profile: str | None
+    field: str
+    milli: int = 0
+
+
+class PodDecoder:
+    """Decodes pods against one catalog and label mapping (built once per config)."""
+
+    def __init__(self, catalog: Catalog, labels: LabelMapper) -> None:
+        self._catalog = catalog
+        self._labels = labels
+
+    # -- entry points ----------------------------------------------------------------------
+
+    def decode(self, pod: Mapping[str, Any]) -> PodInfo:
+        """Decode a pod; an invalid GPU request is recorded in ``problems``, never raised.
+
+        The watch must never drop a pod because its request is malformed: what it holds (its
+        ``assigned`` annotation) still counts.
+        """
+        meta = pod.get("metadata") or {}
+        spec = pod.get("spec") or {}
+        status = pod.get("status") or {}
+        key = PodKey(meta.get("namespace", "") or "", meta.get("name", "") or "",
+                     meta.get("uid", "") or "")
+        problems: list[str] = []
+        try:
+            request = self.request(pod)
+        except RequestError as exc:
+            request, problems = None, [str(exc)]
+        assignment = None
+        raw = (meta.get("annotations") or {}).get(ANNOTATION_ASSIGNED)
+        if raw is not None:
+            try:
+                assignment = decode_assignment(raw)
+            except ValueError as exc:
+                problems.append(f"metadata.annotations[{ANNOTATION_ASSIGNED}]: {exc}")
+        cpu, memory = self._cpu_memory(spec)
+        return PodInfo(
+            key=key,
+            request=request,
+            cpu_milli=cpu,
+            memory_mib=memory,
+            node_name=spec.get("nodeName", "") or "",
+            assignment=assignment,
+            terminal=status.get("phase") in ("Succeeded", "Failed"),
+            problems=tuple(problems),
+        )
+
+    def request(self, pod: Mapping[str, Any]) -> GpuRequest | None:
+        """The pod's GPU request, or ``None`` if it asks for none; raises ``RequestError``."""
+        spec = pod.get("spec") or {}
+        regular = self._container_amounts(spec.get("containers") or [], "spec.containers")
+        init = self._container_amounts(spec.get("initContainers") or [], "spec.initContainers")
+        amount = _combine(regular, init)
+        if amount is None:
+            return None
+        types, excluded, source = self._types(pod)
+        if types is None and amount.kind is RequestKind.MIG:
+            # A MIG profile names the GPU types that have it: asking for one is asking for
+            # them, so protection does not apply (the pod knows what it wants).
+            assert amount.mig_profile is not None
+            types = self._catalog.types_with_mig_profile(amount.mig_profile) or None
+            source = amount.field
+        request = GpuRequest(
+            kind=amount.kind,
+            count=amount.count,
+            vram_mib=amount.vram_mib,
+            milli=amount.milli,
+            mig_profile=amount.mig_profile,
+            types=types,
+            excluded=excluded,
+            type_source=source,
+        )
+        self._check_satisfiable(request, amount.field)
+        return request
+
+    # -- amount ----------------------------------------------------------------------------
+
+    def _container_amounts(self, containers: Sequence[Mapping[str, Any]],
+                           path: str) -> list[_Amount]:
+        amounts = []
+        for i, container in enumerate(containers):
+            amount = self._container_amount(container.get("resources") or {}, f"{path}[{i}]")
+            if amount is not None:
+                amounts.append(amount)
+        return amounts
+
+    def _container_amount(self, resources: Mapping[str, Any], path: str) -> _Amount | None:
+        # Extended resources: requests default to limits; kube requires them equal if both set.
+        limits = resources.get("limits") or {}
+        requests = resources.get("requests") or {}
+        found: list[_Amount] = []
+        for name in {*limits, *requests}:
+            if not _is_gpu_resource(name):
+                continue
+            where_key = "requests" if name in requests else "limits"
+            field = f"{path}.resources.{where_key}[{name}]"
+            value = requests.get(name, limits.get(name))
+            amount = self._parse_amount(name, value, field)
+            if amount is not None:
+                found.append(amount)
+        if len(found) > 1:
+            names = sorted(a.field.rsplit("[", 1)[1].rstrip("]") for a in found)
+            raise RequestError(f"{path}.resources", ", ".join(names),
+                               "a container may use exactly one GPU amount form",
+                               AMOUNT_FORMS)
+        return found[0] if found else None
+
+    def _parse_amount(self, name: str, value: object, field: str) -> _Amount | None:
+        if name == RESOURCE_GPU_MEMORY:
+            try:
+                mib = quantity_to_mib(value)
+            except QuantityError as exc:
+                raise RequestError(field, value, "not a memory quantity",
+                                   "bytes with a suffix, e.g. 4Gi or 4096Mi") from exc
+            if mib < 0:
+                raise RequestError(field, value, "must not be negative", "a positive size")
+            return _Amount(RequestKind.VRAM, 1, mib, None, field) if mib else None
+        count = _count(value, field)
+        if count == 0:
+            return None
+        if name == RESOURCE_GPU_MILLI:
+            if count >= 1000:
+                raise RequestError(field, value, "a fraction must be below one GPU",
+                                   f"1..999; ask for whole GPUs with {RESOURCE_GPU}")
+            return _Amount(RequestKind.FRACTION, 1, 0, None, field, milli=count)
+        if name == RESOURCE_GPU:
+            return _Amount(RequestKind.WHOLE, count, 0, None, field)
+        if name == RESOURCE_GPU_SHARED:
+            return _Amount(RequestKind.SHARED, count, 0, None, field)
+        profile = _mig_profile_name(name)
+        if profile not in self._catalog.mig.index:
+            raise RequestError(field, name, "unknown MIG profile",
+                               join_accepted(RESOURCE_MIG_PREFIX + p
+                                             for p in self._catalog.mig.names))
+        return _Amount(RequestKind.MIG, count, 0, profile, field)
+
+    # -- type ------------------------------------------------------------------------------
+
+    def _types(self, pod: Mapping[str, Any]) -> tuple[frozenset[int] | None, frozenset[int], str]:
+        """Accepted types (intersection of every place the pod names one) and excluded ones."""
+        meta = pod.get("metadata") or {}
+        spec = pod.get("spec") or {}
+        labels = meta.get("labels") or {}
+        annotations = meta.get("annotations") or {}
+        constraints: list[tuple[frozenset[int], str]] = []
+        excluded: set[int] = set()
+
+        if LABEL_ACCELERATOR in labels:
+            field = f"metadata.labels[{LABEL_ACCELERATOR}]"
+            constraints.append((self._resolve(labels[LABEL_ACCELERATOR], field), field))
+        if ANNOTATION_ACCELERATORS in annotations:
+            field = f"metadata.annotations[{ANNOTATION_ACCELERATORS}]"
+            constraints.append((self._resolve_list(annotations[ANNOTATION_ACCELERATORS], field),
+                                field))
+        if ANNOTATION_EXCLUDE in annotations:
+            field = f"metadata.annotations[{ANNOTATION_EXCLUDE}]"
+            excluded |= self._resolve_list(annotations[ANNOTATION_EXCLUDE], field)
+        for key, value in (spec.get("nodeSelector") or {}).items():
+            if key in self._labels.type_label_keys:
+                field = f"spec.nodeSelector[{key}]"
+                constraints.append((self._resolve_label(key, str(value), field), field))
+        affinity_types, affinity_excluded = self._affinity_types(spec)
+        excluded |= affinity_excluded
+        if affinity_types is not None:
+            constraints.append(affinity_types)
+
+        if not constraints:
+            return None, frozenset(excluded), ""
+        accepted = constraints[0][0]
+        for types, _ in constraints[1:]:
+            accepted = accepted & types
+        sources = " and ".join(field for _, field in constraints)
+        if not accepted:
+            named = "; ".join(f"{f} = {self._catalog.describe(t)}" for t, f in constraints)
+            raise RequestError(sources, named, "these type constraints have no type in common",
+                               "constraints that agree on at least one type")
+        if not accepted - excluded:
+            raise RequestError(f"metadata.annotations[{ANNOTATION_EXCLUDE}]",
+                               self._catalog.describe(excluded),
+                               f"excludes every type the pod accepts "
+                               f"({self._catalog.describe(accepted)})",
+                               "an exclusion that leaves at least one accepted type")
+        return accepted, frozenset(excluded), sources
+
+    def _affinity_types(self, spec: Mapping[str, Any]
+                        ) -> tuple[tuple[frozenset[int], str] | None, set[int]]:
+        """Required node affinity: a pod is typed when *every* term constrains a type label
+        with ``In`` (terms are OR-ed, so one unconstrained term admits any type)."""
+        required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
+                    .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+        terms = required.get("nodeSelectorTerms") or []
+        union: set[int] = set()
+        excluded: set[int] = set()
+        all_typed = bool(terms)
+        for t, term in enumerate(terms):
+            term_types: frozenset[int] | None = None
+            for e, expr in enumerate(term.get("matchExpressions") or []):
+                key = expr.get("key")
+                if key not in self._labels.type_label_keys:
+                    continue
+                field = f"{_AFFINITY}.nodeSelectorTerms[{t}].matchExpressions[{e}]"
+                values = [str(v) for v in expr.get("values") or []]
+                resolved: set[int] = set()
+                for v, value in enumerate(values):
+                    resolved |= self._resolve_label(key, value, f"{field}.values[{v}]")
+                operator = expr.get("operator")
+                if operator == "In":
+                    term_types = frozenset(resolved) if term_types is None \
+                        else term_types & resolved
+                elif operator == "NotIn":
+                    excluded |= resolved
+            if term_types is None:
+                all_typed = False
+            else:
+                union |= term_types
+        if all_typed:
+            return (frozenset(union), f"{_AFFINITY}.nodeSelectorTerms"), excluded
+        return None, excluded
+
+    def _resolve(self, name: object, field: str) -> frozenset[int]:
+        resolved = self._catalog.resolve(str(name)) if isinstance(name, str) else None
+        if not resolved:
+            raise RequestError(field, name, "unknown GPU type",
+                               join_accepted(self._catalog.accepted_names()))
+        return resolved
+
+    def _resolve_list(self, text: object, field: str) -> frozenset[int]:
+        if not isinstance(text, str) or not text.strip():
+            raise RequestError(field, text, "must be a comma-separated list of GPU types",
+                               join_accepted(self._catalog.accepted_names()))
+        out: set[int] = set()
+        for name in text.split(","):
+            out |= self._resolve(name.strip(), field)
+        return frozenset(out)
+
+    def _resolve_label(self, key: str, value: str, field: str) -> frozenset[int]:
+        resolved = self._labels.resolve_value(key, value)
+        if not resolved:
+            raise RequestError(field, value, f"no known GPU type has {key}={value}",
+                               join_accepted(self._catalog.accepted_names()))
+        return resolved
+
+    # -- satisfiability ----------------------------------------------------------------------
+
+    def _check_satisfiable(self, request: GpuRequest, field: str) -> None:
+        """Reject what no GPU of an accepted type could ever host."""
+        catalog = self._catalog
+        candidates = set(range(len(catalog))) if request.types is None else set(request.types)
+        candidates -= request.excluded
+        if request.kind is RequestKind.MIG:
+            assert request.mig_profile is not None
+            with_profile = catalog.types_with_mig_profile(request.mig_profile)
+            if not candidates & with_profile:
+                raise RequestError(field, RESOURCE_MIG_PREFIX + request.mig_profile,
+                                   f"no accepted GPU type has MIG profile {request.mig_profile} "
+                                   f"(accepted types: {catalog.describe(candidates)})",
+                                   "types with that profile: "
+                                   + (catalog.describe(with_profile) or "none"))
+        elif request.kind is RequestKind.VRAM:
+            largest = max((catalog.types[t].memory_mib for t in candidates), default=0)
+            if request.vram_mib > largest:
+                raise RequestError(field, f"{request.vram_mib}Mi",
+                                   f"larger than any accepted GPU (largest {largest} MiB among "
+                                   f"{catalog.describe(candidates)})",
+                                   f"at most {largest}Mi")
+
+    # -- cpu / memory ------------------------------------------------------------------------
+
+    @staticmethod
+    def _cpu_memory(spec: Mapping[str, Any]) -> tuple[int, int]:
+        def total(containers: Sequence[Mapping[str, Any]], fold: str) -> tuple[int, int]:
+            cpu = memory = 0
+            for container in containers:
+                requests = (container.get("resources") or {}).get("requests") or {}
+                c = _safe(quantity_to_milli, requests.get("cpu"))
+                m = _safe(quantity_to_mib, requests.get("memory"))
+                cpu, memory = (cpu + c, memory + m) if fold == "sum" else \
+                    (max(cpu, c), max(memory, m))
+            return cpu, memory
+
+        cpu, memory = total(spec.get("containers") or [], "sum")
+        init_cpu, init_memory = total(spec.get("initContainers") or [], "max")
+        overhead = spec.get("overhead") or {}
+        return (max(cpu, init_cpu) + _safe(quantity_to_milli, overhead.get("cpu")),
+                max(memory, init_memory) + _safe(quantity_to_mib, overhead.get("memory")))
+
+
+def _is_gpu_resource(name: str) -> bool:
+    return name in (RESOURCE_GPU, RESOURCE_GPU_SHARED, RESOURCE_GPU_MEMORY, RESOURCE_GPU_MILLI) or \
+        name.startswith(RESOURCE_MIG_PREFIX)
+
+
+def _mig_profile_name(resource: str) -> str:
+    """``nvidia.com/mig-1g.10gb`` -> ``1g.10gb`` (the device plugin writes ``+me`` as ``.me``)."""
+    return resource[len(RESOURCE_MIG_PREFIX):]
+
+
+def _count(value: object, field: str) -> int:
+    try:
+        quantity = parse_quantity(value)
+    except QuantityError as exc:
+        raise RequestError(field, value, "not a number", "a whole number >= 0") from exc
+    if quantity < 0:
+        raise RequestError(field, value, "must not be negative", "a whole number >= 0")
+    if quantity != quantity.to_integral_value():
+        raise RequestError(field, value, "must be a whole number",
+                           "a whole number >= 0; ask for a fraction with "
+                           f"{RESOURCE_GPU_MEMORY} or a MIG profile")
+    return int(quantity)
+
+
+def _combine(regular: list[_Amount], init: list[_Amount]) -> _Amount | None:
+    """Sum the containers, take the largest init container, and the larger of the two."""
+    everything = regular + init
+    if not everything:
+        return None
+    first = everything[0]
+    for other in everything[1:]:
+        if (other.kind, other.mig_profile) != (first.kind, first.mig_profile):
+            raise RequestError(f"{first.field} and {other.field}",
+                               f"{_form(first)} and {_form(other)}",
+                               "a pod may use exactly one GPU amount form across its containers",
+                               AMOUNT_FORMS)
+    total_count = sum(a.count for a in regular)
+    total_vram = sum(a.vram_mib for a in regular)
+    total_milli = sum(a.milli for a in regular)
+    init_count = max((a.count for a in init), default=0)
+    init_vram = max((a.vram_mib for a in init), default=0)
+    init_milli = max((a.milli for a in init), default=0)
+    anchor = regular[0] if regular else init[0]
+    single_gpu = first.kind in (RequestKind.VRAM, RequestKind.FRACTION)
+    count = 1 if single_gpu else max(total_count, init_count)
+    milli = max(total_milli, init_milli)
+    if milli >= 1000:
+        raise RequestError(anchor.field, milli, "the containers' fractions add up to a whole GPU "
+                           "or more", f"a total below 1000, or {RESOURCE_GPU}: N")
+    return _Amount(first.kind, count, max(total_vram, init_vram), first.mig_profile,
+                   anchor.field, milli)
+
+
+def _form(amount: _Amount) -> str:
+    if amount.kind is RequestKind.MIG:
+        return f"MIG {amount.mig_profile}"
+    return str(amount.kind)
+
+
+def _safe(convert: Any, value: object) -> int:
+    """CPU/memory requests were validated by the API server; tolerate absent values."""
+    if value is None:
+        return 0
+    try:
+        return int(convert(value))
+    except QuantityError:
+        return 0

@@ -1,0 +1,393 @@
+"""LocalCluster: etcd + kube-apiserver (+ the extender) (+ kube-scheduler) as local processes.
+
+There are no kubelets and no kube-controller-manager: nodes are plain API objects and pods bound
+to them stay Pending with PodScheduled=True, which is all scheduling tests need.
+
+    serve = ExtenderSpec(lambda port: ["gpu-extender", "serve", "--port", str(port)])
+    config = Path("scheduler-config/gpu-scheduler-profile.yaml")
+    with LocalCluster(scheduler_config=config, extender=serve) as cluster:
+        cluster.create_node("gpu-0", {"nvidia.com/gpu": 8})
+        ...
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Literal, TypeVar
+
+from kubernetes import client, config, utils
+
+from localcluster import components
+from localcluster.binaries import REPO_ROOT, ControlPlaneBinaries, find_binaries
+from localcluster.errors import ClusterStartupError
+from localcluster.kubeconfig import write_kubeconfig
+from localcluster.network import free_port, tls_context, wait_until_ready
+from localcluster.nodes import fake_node_manifest
+from localcluster.pki import CLIENT_IDENTITIES, ClusterPki, generate_pki
+from localcluster.process import ManagedProcess
+from localcluster.scheduler_config import write_scheduler_config
+
+T = TypeVar("T")
+Identity = Literal["admin", "kube-scheduler", "gpu-extender"]
+
+DEFAULT_RBAC_MANIFEST = REPO_ROOT / "manifests" / "rbac.yaml"
+KEEP_DIR_ENV = "GPU_EXTENDER_KEEP_CLUSTER_DIR"
+# Namespaces the apiserver creates shortly *after* /readyz; tests need both.
+BOOTSTRAP_NAMESPACES = ("default", "kube-system")
+EXTENDER_NAME = "extender"
+
+
+@dataclass(frozen=True)
+class ExtenderSpec:
+    """How to run the extender. ``command`` receives the port it must listen on (127.0.0.1);
+    KUBECONFIG in its environment points at a kubeconfig with the extender's own identity."""
+
+    command: Callable[[int], Sequence[str]]
+    env: Mapping[str, str] = field(default_factory=dict)
+    ready_path: str = "/readyz"
+    cwd: Path | None = None
+    ready_timeout_s: float = 30.0
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    etcd_s: float = 30.0
+    apiserver_s: float = 90.0
+    scheduler_s: float = 60.0
+
+
+class LocalCluster:
+    """A throwaway control plane in a fresh temporary directory.
+
+    Startup failures stop every process, keep the directory, print the log tails and raise
+    ClusterStartupError. A clean exit removes the directory unless ``keep_dir`` or
+    $GPU_EXTENDER_KEEP_CLUSTER_DIR is set; an exception inside the ``with`` block keeps it.
+    """
+
+    def __init__(
+        self,
+        scheduler_config: Path | None = None,
+        extender: ExtenderSpec | None = None,
+        binaries: ControlPlaneBinaries | None = None,
+        *,
+        rbac_manifest: Path = DEFAULT_RBAC_MANIFEST,
+        apiserver_args: Sequence[str] = (),
+        scheduler_args: Sequence[str] = ("--v=2",),
+        timeouts: Timeouts = Timeouts(),
+        keep_dir: bool = False,
+    ) -> None:
+        self._scheduler_config_source = scheduler_config
+        self._extender_spec = extender
+        self._binaries = binaries
+        self._rbac_manifest = rbac_manifest
+        self._apiserver_args = list(apiserver_args)
+        self._scheduler_args = list(scheduler_args)
+        self._timeouts = timeouts
+        self._keep_dir = keep_dir or bool(os.environ.get(KEEP_DIR_ENV))
+
+        self._workdir: Path | None = None
+        self._pki: ClusterPki | None = None
+        self._apiserver_port = 0
+        self._extender_port = 0
+        self._scheduler_port = 0
+        self._kubeconfigs: dict[str, Path] = {}
+        self._api_clients: dict[str, client.ApiClient] = {}
+        # In start order; stopped in reverse. The extender lives separately because it can be
+        # stopped and restarted while the rest keeps running.
+        self._processes: list[ManagedProcess] = []
+        self._extender_process: ManagedProcess | None = None
+        self.started_pids: list[int] = []  # every pid ever started, for orphan checks in tests
+        self.startup_seconds = 0.0
+
+    # ----------------------------------------------------------------------------- lifecycle
+
+    def __enter__(self) -> LocalCluster:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop(keep_dir=exc is not None)
+
+    def start(self) -> LocalCluster:
+        began = time.monotonic()
+        self._workdir = Path(tempfile.mkdtemp(prefix="localcluster-"))
+        try:
+            self._start_all()
+        except KeyboardInterrupt:
+            self.stop(keep_dir=True)
+            raise
+        except Exception as error:
+            workdir = self._workdir
+            self._report_failure(error)
+            self.stop(keep_dir=True)
+            raise ClusterStartupError(
+                f"local cluster failed to start: {error}\n(all logs kept in {workdir})", workdir
+            ) from error
+        self.startup_seconds = time.monotonic() - began
+        return self
+
+    def stop(self, keep_dir: bool = False) -> None:
+        """Stop everything (idempotent). Keeps the work directory if asked or configured."""
+        for api_client in self._api_clients.values():
+            api_client.close()
+        self._api_clients.clear()
+        self.stop_extender()
+        for process in reversed(self._processes):
+            process.stop()
+        self._processes.clear()
+        if self._workdir is None:
+            return
+        if keep_dir or self._keep_dir:
+            print(f"localcluster: logs and state kept in {self._workdir}", file=sys.stderr)
+        else:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+        self._workdir = None
+
+    def _start_all(self) -> None:
+        workdir = self.workdir
+        binaries = self._binaries or find_binaries()
+        pki = self._pki = generate_pki(workdir / "pki")
+
+        self._apiserver_port = free_port()
+        for identity in CLIENT_IDENTITIES:
+            self._kubeconfigs[identity.file_stem] = write_kubeconfig(
+                workdir / f"{identity.file_stem}.kubeconfig",
+                self.apiserver_url,
+                pki.ca_cert,
+                pki.clients[identity.file_stem],
+                identity.user,
+            )
+
+        etcd_ports = components.EtcdPorts(client=free_port(), peer=free_port())
+        etcd = self._launch(
+            "etcd", components.etcd_command(binaries.etcd, workdir / "etcd-data", etcd_ports)
+        )
+        wait_until_ready(etcd, f"{etcd_ports.client_url}/health", self._timeouts.etcd_s)
+
+        apiserver = self._launch(
+            "kube-apiserver",
+            components.apiserver_command(
+                binaries.kube_apiserver,
+                pki,
+                etcd_ports.client_url,
+                self._apiserver_port,
+                self._apiserver_args,
+            ),
+        )
+        wait_until_ready(
+            apiserver,
+            f"{self.apiserver_url}/readyz",
+            self._timeouts.apiserver_s,
+            tls_context(pki.ca_cert),
+        )
+        self._wait_for_bootstrap_namespaces()
+        self._apply_rbac()
+
+        if self._extender_spec is not None:
+            self._extender_port = free_port()
+            self.start_extender()
+
+        if self._scheduler_config_source is not None:
+            self._start_scheduler(binaries)
+
+    def _start_scheduler(self, binaries: ControlPlaneBinaries) -> None:
+        assert self._scheduler_config_source is not None
+        config_file = write_scheduler_config(
+            self._scheduler_config_source,
+            self.workdir / "scheduler-config.yaml",
+            self.kubeconfig("kube-scheduler"),
+            f"127.0.0.1:{self._extender_port}" if self._extender_spec is not None else None,
+        )
+        self._scheduler_port = free_port()
+        scheduler = self._launch(
+            "kube-scheduler",
+            components.scheduler_command(
+                binaries.kube_scheduler, config_file, self._scheduler_port, self._scheduler_args
+            ),
+        )
+        # /readyz (not only /healthz) so the informer caches are synced before tests create pods.
+        for path in ("/healthz", "/readyz"):
+            wait_until_ready(
+                scheduler,
+                f"https://127.0.0.1:{self._scheduler_port}{path}",
+                self._timeouts.scheduler_s,
+                tls_context(None),
+            )
+
+    def _launch(
+        self,
+        name: str,
+        command: Sequence[str],
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> ManagedProcess:
+        """Start a process logging to <workdir>/<name>.log. Control-plane processes are tracked
+        in start order for shutdown; the extender is tracked by start_extender()."""
+        process = ManagedProcess(name, command, self.workdir / f"{name}.log", env, cwd)
+        self.started_pids.append(process.pid)
+        if name != EXTENDER_NAME:
+            self._processes.append(process)
+        return process
+
+    def _wait_for_bootstrap_namespaces(self) -> None:
+        core = self.api()
+
+        def all_exist() -> bool:
+            existing = {ns.metadata.name for ns in core.list_namespace().items}
+            return all(name in existing for name in BOOTSTRAP_NAMESPACES)
+
+        self.wait_for(all_exist, timeout_s=30, description="bootstrap namespaces")
+
+    def _apply_rbac(self) -> None:
+        """Install manifests/rbac.yaml exactly as shipped. The extender's client certificate
+        carries the ServiceAccount identity those bindings name, so it gets no more rights than
+        a deployed extender would."""
+        utils.create_from_yaml(self.api_client(), yaml_file=str(self._rbac_manifest))
+
+    def _report_failure(self, error: Exception) -> None:
+        """Print every component's log tail: the cause is often in a component other than the
+        one that failed its readiness check (etcd for the apiserver, the apiserver for RBAC)."""
+        print(f"localcluster: startup failed: {error}", file=sys.stderr)
+        processes = [*self._processes]
+        if self._extender_process is not None:
+            processes.append(self._extender_process)
+        for process in processes:
+            print(
+                f"----- last lines of {process.log_path} -----\n{process.log_tail()}",
+                file=sys.stderr,
+            )
+
+    # ------------------------------------------------------------------------------ extender
+
+    def start_extender(self) -> None:
+        """Start the extender on its fixed port and wait for its readiness endpoint."""
+        spec = self._extender_spec
+        if spec is None:
+            raise RuntimeError("this cluster was created without an ExtenderSpec")
+        if self._extender_process is not None:
+            raise RuntimeError("the extender is already running")
+        env = {**os.environ, **spec.env, "KUBECONFIG": str(self.kubeconfig("gpu-extender"))}
+        process = self._launch(EXTENDER_NAME, spec.command(self._extender_port), env, spec.cwd)
+        self._extender_process = process
+        wait_until_ready(process, f"{self.extender_url}{spec.ready_path}", spec.ready_timeout_s)
+
+    def stop_extender(self) -> None:
+        if self._extender_process is not None:
+            self._extender_process.stop()
+            self._extender_process = None
+
+    def restart_extender(self) -> None:
+        """Stop and start the extender on the same port (the scheduler's urlPrefix stays valid)."""
+        self.stop_extender()
+        self.start_extender()
+
+    # ------------------------------------------------------------------------------- access
+
+    @property
+    def workdir(self) -> Path:
+        if self._workdir is None:
+            raise RuntimeError("the cluster is not running")
+        return self._workdir
+
+    @property
+    def apiserver_url(self) -> str:
+        return f"https://127.0.0.1:{self._apiserver_port}"
+
+    @property
+    def extender_url(self) -> str:
+        return f"http://127.0.0.1:{self._extender_port}"
+
+    @property
+    def scheduler_url(self) -> str:
+        """kube-scheduler's secure port; /metrics and health endpoints need no credentials."""
+        return f"https://127.0.0.1:{self._scheduler_port}"
+
+    def kubeconfig(self, identity: Identity = "admin") -> Path:
+        return self._kubeconfigs[identity]
+
+    def api_client(self, identity: Identity = "admin") -> client.ApiClient:
+        """A shared ApiClient authenticated as ``identity``; closed when the cluster stops."""
+        if identity not in self._api_clients:
+            self._api_clients[identity] = config.new_client_from_config(
+                config_file=str(self.kubeconfig(identity))
+            )
+        return self._api_clients[identity]
+
+    def api(self, identity: Identity = "admin") -> client.CoreV1Api:
+        return client.CoreV1Api(self.api_client(identity))
+
+    # ------------------------------------------------------------------------------ helpers
+
+    def create_node(
+        self,
+        name: str,
+        extended_resources: Mapping[str, int | str] | None = None,
+        *,
+        labels: Mapping[str, str] | None = None,
+        annotations: Mapping[str, str] | None = None,
+        taints: Sequence[Mapping[str, str]] = (),
+        cpu: str = "64",
+        memory: str = "512Gi",
+    ) -> client.V1Node:
+        """Create a Ready fake node with cpu/memory/pods and the given extended resources
+        (e.g. ``{"nvidia.com/gpu": 8}``) as both capacity and allocatable."""
+        manifest = fake_node_manifest(
+            name,
+            extended_resources=extended_resources or {},
+            labels=labels or {},
+            annotations=annotations or {},
+            taints=taints,
+            cpu=cpu,
+            memory=memory,
+        )
+        node: client.V1Node = self.api().create_node(manifest)
+        return node
+
+    def delete_node(self, name: str) -> None:
+        self.api().delete_node(name)
+
+    def wait_for(
+        self,
+        predicate: Callable[[], T | None],
+        timeout_s: float = 30.0,
+        interval_s: float = 0.2,
+        description: str = "condition",
+    ) -> T:
+        """Poll ``predicate`` until it returns something truthy and return that value."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            result = predicate()
+            if result:
+                return result
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"timed out after {timeout_s:.0f}s waiting for {description}")
+            time.sleep(interval_s)
+
+    def events_for_pod(self, namespace: str, name: str) -> list[client.CoreV1Event]:
+        """Events about a pod, oldest first. kube-scheduler writes events.k8s.io/v1 events;
+        the core/v1 view shows them with ``note`` as ``message``."""
+        events = (
+            self.api()
+            .list_namespaced_event(
+                namespace, field_selector=f"involvedObject.kind=Pod,involvedObject.name={name}"
+            )
+            .items
+        )
+
+        def sort_key(event: client.CoreV1Event) -> float:
+            stamp = event.event_time or event.last_timestamp or event.metadata.creation_timestamp
+            return stamp.timestamp() if stamp else 0.0
+
+        return sorted(events, key=sort_key)
