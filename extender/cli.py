@@ -11,6 +11,7 @@ from extender.errors import ConfigError
 
 
 def _check_config(args: argparse.Namespace) -> int:
+    from extender.core.scoring.base import strategy_names
     from extender.platform import load_platform
 
     try:
@@ -24,7 +25,8 @@ def _check_config(args: argparse.Namespace) -> int:
           f"({sum(t.protected for t in config.accelerators)} protected)")
     print(f"  node label presets: {', '.join(config.node_labels.presets) or 'none'}; "
           f"custom mappings: {len(config.node_labels.custom)}")
-    print(f"  scoring strategy: {config.scoring.strategy}")
+    print(f"  scoring strategy: {config.scoring.strategy} "
+          f"(available: {', '.join(strategy_names())})")
     return 0
 
 

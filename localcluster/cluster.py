@@ -31,7 +31,7 @@ from localcluster.errors import ClusterStartupError
 from localcluster.kubeconfig import write_kubeconfig
 from localcluster.network import free_port, tls_context, wait_until_ready
 from localcluster.nodes import fake_node_manifest
-from localcluster.pki import CLIENT_IDENTITIES, ClusterPki, generate_pki
+from localcluster.pki import CLIENT_IDENTITIES, generate_pki
 from localcluster.process import ManagedProcess
 from localcluster.scheduler_config import write_scheduler_config
 
@@ -70,6 +70,12 @@ class LocalCluster:
     Startup failures stop every process, keep the directory, print the log tails and raise
     ClusterStartupError. A clean exit removes the directory unless ``keep_dir`` or
     $GPU_EXTENDER_KEEP_CLUSTER_DIR is set; an exception inside the ``with`` block keeps it.
+
+    ``scheduler_config`` is deployed as written except for clientConnection.kubeconfig and, when
+    ``extender`` is given, the host:port of every extender urlPrefix. Without it no scheduler
+    runs. ``apiserver_args``/``scheduler_args`` are appended to the harness's flags, e.g.
+    ``["--max-requests-inflight=0", "--max-mutating-requests-inflight=0",
+    "--enable-priority-and-fairness=false"]`` to lift apiserver throttling in load tests.
     """
 
     def __init__(
@@ -94,7 +100,6 @@ class LocalCluster:
         self._keep_dir = keep_dir or bool(os.environ.get(KEEP_DIR_ENV))
 
         self._workdir: Path | None = None
-        self._pki: ClusterPki | None = None
         self._apiserver_port = 0
         self._extender_port = 0
         self._scheduler_port = 0
@@ -158,7 +163,7 @@ class LocalCluster:
     def _start_all(self) -> None:
         workdir = self.workdir
         binaries = self._binaries or find_binaries()
-        pki = self._pki = generate_pki(workdir / "pki")
+        pki = generate_pki(workdir / "pki")
 
         self._apiserver_port = free_port()
         for identity in CLIENT_IDENTITIES:
@@ -365,7 +370,8 @@ class LocalCluster:
         interval_s: float = 0.2,
         description: str = "condition",
     ) -> T:
-        """Poll ``predicate`` until it returns something truthy and return that value."""
+        """Poll ``predicate`` until it returns something truthy and return that value.
+        Exceptions from the predicate (a 404 for an object not created yet) propagate."""
         deadline = time.monotonic() + timeout_s
         while True:
             result = predicate()

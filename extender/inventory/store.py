@@ -444,6 +444,7 @@ class Inventory:
                    grant: GpuGrant, where: str, strict: bool, report: ApplyReport) -> None:
         layout = int(arrays["mig_layout"][row, slot])
         type_index = int(arrays["gpu_type"][row, slot])
+        assert grant.mig_profile is not None
         profile = self.catalog.mig_profile(type_index, grant.mig_profile)
         if layout == NOT_MIG or profile is None:
             self._problem(strict, report, f"{where}: MIG {grant.mig_profile} is not possible "
