@@ -7,6 +7,7 @@ binary (Ki..Ei), decimal (n, u, m, k, M, G, T, P, E) or exponent (``e3``) suffix
 
 from __future__ import annotations
 
+import math
 import re
 from decimal import ROUND_CEILING, Decimal, InvalidOperation
 
@@ -26,7 +27,8 @@ _DECIMAL = {
     "E": Decimal("1e18"),
 }
 _PATTERN = re.compile(
-    r"^(?P<num>[+-]?(?:\d+\.?\d*|\.\d+))(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?$"
+    r"^(?P<num>[+-]?(?:\d+\.?\d*|\.\d+))(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?$",
+    re.ASCII,  # \d must not admit other scripts' digits ("٣" is not 3 to the API server)
 )
 ACCEPTED_FORMS = "a number with an optional suffix: 4Gi, 4096Mi, 500m, 2, 1e3"
 
@@ -44,6 +46,8 @@ def parse_quantity(text: object) -> Decimal:
     if isinstance(text, int):
         return Decimal(text)
     if isinstance(text, float):
+        if not math.isfinite(text):
+            raise QuantityError(f"{text!r} is not a quantity ({ACCEPTED_FORMS})")
         return Decimal(repr(text))
     if not isinstance(text, str):
         raise QuantityError(f"{text!r} is not a quantity ({ACCEPTED_FORMS})")
@@ -59,7 +63,10 @@ def parse_quantity(text: object) -> Decimal:
         return number * _BINARY[suffix]
     if suffix in _DECIMAL:
         return number * _DECIMAL[suffix]
-    return number * (Decimal(10) ** int(suffix[1:]))
+    try:
+        return number * (Decimal(10) ** int(suffix[1:]))
+    except (ArithmeticError, ValueError) as exc:  # decimal.Overflow on 1e9999999
+        raise QuantityError(f"{text!r} is out of range ({ACCEPTED_FORMS})") from exc
 
 
 def quantity_to_int(value: Decimal) -> int:

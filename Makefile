@@ -1,0 +1,48 @@
+# gpu-extender developer entry points. `make demo` and `make test` work on a fresh machine with
+# Python 3.11+ and Go 1.26+ (the control plane is built once from Go modules and cached in
+# ~/.cache/gpu-extender; see hack/README.md).
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PYTEST_ARGS ?=
+
+.PHONY: all venv controlplane lint test test-unit test-e2e demo bench clean
+
+all: test
+
+# The virtualenv is rebuilt when pyproject.toml changes.
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test,lint,bench]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+controlplane:
+	bash hack/build-controlplane.sh >/dev/null
+
+lint: $(STAMP)
+	$(BIN)/ruff check extender localcluster tests benchmarks demo
+	$(BIN)/mypy
+
+test-unit: $(STAMP)
+	$(BIN)/pytest -m "not e2e" $(PYTEST_ARGS)
+
+test-e2e: $(STAMP) controlplane
+	$(BIN)/pytest -m e2e $(PYTEST_ARGS)
+
+# Everything CI runs: lint, unit tests, end-to-end tests against the real control plane.
+test: lint test-unit test-e2e
+
+demo: $(STAMP) controlplane
+	$(BIN)/python -m demo
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_core.py
+	$(BIN)/python benchmarks/bench_verbs.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
