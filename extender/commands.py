@@ -3,4 +3,6 @@ importing lazily keeps ``check-config`` free of Flask and the simulator."""
 
 from __future__ import annotations
 
-COMMAND_MODULES: tuple[str, ...] = ()
+COMMAND_MODULES: tuple[str, ...] = (
+    "extender.server.serve",
+)

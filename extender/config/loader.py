@@ -54,10 +54,13 @@ def load_config(path: str | Path | None = None, *,
     if path is None:
         return load_config_text("", source="(defaults)", strategies=strategies)
     try:
-        text = Path(path).read_text()
+        text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError([FieldError("(file)", f"cannot read: {exc.strerror}")], str(path)) \
             from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError([FieldError("(file)", f"not a UTF-8 text file ({exc.reason} at "
+                                                f"byte {exc.start})")], str(path)) from exc
     return load_config_text(text, source=str(path), strategies=strategies)
 
 

@@ -7,11 +7,13 @@ valid unless a user entry collides with them).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Collection, Mapping
+from itertools import pairwise
 from typing import Any
 
-from extender.catalog import Catalog, normalize_name
+from extender.catalog import AcceleratorType, Catalog, normalize_name
 from extender.config.build import build_accelerator
 from extender.config.defaults import API_VERSION, KIND, effective_accelerators
 from extender.config.presets import PRESETS
@@ -60,7 +62,8 @@ class _Errors:
         return False
 
     def number(self, path: str, value: object, *, minimum: float, exclusive: bool = False) -> bool:
-        if isinstance(value, bool) or not isinstance(value, int | float):
+        if isinstance(value, bool) or not isinstance(value, int | float) or \
+                not math.isfinite(value):  # YAML's .nan / .inf are floats too
             self.add(path, f"must be a number, got {value!r}")
             return False
         if value < minimum or (exclusive and value == minimum):
@@ -121,17 +124,32 @@ def _validate_accelerators(errors: _Errors, user: object) -> Catalog:
     if not errors.sequence("accelerators", user):
         user = []
     assert isinstance(user, list)
+    first_use: dict[str, int] = {}
     for i, entry in enumerate(user):
         if not isinstance(entry, dict):
             errors.add(f"accelerators[{i}]", f"must be a mapping, got {entry!r}")
         elif "id" not in entry:
+            # Without an id it is neither an override nor a new type: judge nothing else.
             errors.add(f"accelerators[{i}].id", "is required")
+        elif isinstance(entry["id"], str):
+            if entry["id"] in first_use:
+                errors.add(f"accelerators[{i}].id",
+                           f"duplicate id {entry['id']!r} (also accelerators"
+                           f"[{first_use[entry['id']]}]); name each type once")
+            first_use.setdefault(entry["id"], i)
 
     valid = []
+    names_only = []  # invalid entries whose names are usable, so references to them do not
+    #                  cascade into "unknown GPU type" errors elsewhere
     owner: dict[str, tuple[str, str]] = {}  # normalized name -> (path, type id)
     families: dict[str, str] = {}
     for path, entry in effective_accelerators(user):
+        if "id" not in entry:
+            continue
         if not _validate_accelerator(errors, path, entry):
+            placeholder = _names_of(entry)
+            if placeholder is not None:
+                names_only.append(placeholder)
             continue
         type_id = entry["id"]
         families.setdefault(normalize_name(entry["family"]), type_id)
@@ -148,7 +166,23 @@ def _validate_accelerators(errors: _Errors, user: object) -> Catalog:
         if family in owner and family_of.get(owner[family][1]) != family:
             errors.add(owner[family][0], f"{family!r} is also the family of {first_member!r}; "
                                          "a name may not mean one type and another's family")
-    return Catalog(valid)
+    return Catalog(valid + names_only)
+
+
+def _names_of(entry: dict[str, Any]) -> AcceleratorType | None:
+    """The names an invalid entry would define (for lookups only), if its id is usable."""
+    type_id = entry.get("id")
+    if not isinstance(type_id, str) or not _ID.match(type_id):
+        return None
+    family = entry.get("family")
+    aliases = entry.get("aliases")
+    return AcceleratorType(
+        id=type_id,
+        family=family if isinstance(family, str) and _ID.match(family) else type_id,
+        memory_mib=0, price=0.0, protected=False,
+        aliases=tuple(a for a in aliases if isinstance(a, str)) if isinstance(aliases, list)
+        else (),
+    )
 
 
 def _validate_accelerator(errors: _Errors, path: str, entry: dict[str, Any]) -> bool:
@@ -212,12 +246,23 @@ def _validate_mig(errors: _Errors, path: str, mig: object, memory_mib: int | Non
             assert isinstance(starts, list)
             if not starts:
                 errors.add(f"{where}.starts", "must list at least one start slot")
+            placed: list[tuple[int, int]] = []  # (start, position in the list)
             for s, start in enumerate(starts):
-                if errors.integer(f"{where}.starts[{s}]", start, minimum=0, maximum=7) and (
-                    slots is not None and slices is not None and start + slices > slots
-                ):
+                if not errors.integer(f"{where}.starts[{s}]", start, minimum=0, maximum=7):
+                    continue
+                if slots is not None and slices is not None and start + slices > slots:
                     errors.add(f"{where}.starts[{s}]",
                                f"start {start} + {slices} slices exceeds the {slots} slots")
+                placed.append((start, s))
+            # Two instances of one profile at its listed starts must fit side by side
+            # (NVML placements never overlap): start_i + slices <= start_(i+1) once sorted.
+            placed.sort()
+            for (before, b), (start, s) in pairwise(placed):
+                if slices is not None and before + slices > start:
+                    errors.add(f"{where}.starts[{s}]",
+                               f"start {start} overlaps the instance at start {before} "
+                               f"(starts[{b}], {slices} slices); starts of one profile are "
+                               f"at least {slices} apart")
 
 
 def _check_type_name(errors: _Errors, path: str, name: object, catalog: Catalog,
@@ -241,7 +286,7 @@ def _validate_node_labels(errors: _Errors, labels: object, catalog: Catalog) -> 
     if errors.sequence("nodeLabels.presets", presets):
         assert isinstance(presets, list)
         for i, preset in enumerate(presets):
-            if preset not in PRESETS:
+            if not isinstance(preset, str) or preset not in PRESETS:
                 errors.add(f"nodeLabels.presets[{i}]",
                            f"unknown preset {preset!r}; accepted: {join_accepted(PRESETS)}")
     custom = labels.get("custom")
@@ -257,6 +302,12 @@ def _validate_node_labels(errors: _Errors, labels: object, catalog: Catalog) -> 
         values = mapping.get("values", {})
         if errors.mapping(f"{where}.values", values):
             for value, name in values.items():
+                if not isinstance(value, str):
+                    # YAML reads `1: t4` as an int key; label values are strings
+                    errors.add(f"{where}.values[{value}]",
+                               f"label value must be a string, got {type(value).__name__} "
+                               f"{value!r}; quote it")
+                    continue
                 _check_type_name(errors, f"{where}.values[{value}]", name, catalog)
 
 

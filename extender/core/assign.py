@@ -5,7 +5,9 @@ Runs on one node (<= 16 GPUs), so plain Python over the row is fine. Rules:
 - whole GPUs: N distinct fully free GPUs, lowest indices first; on time-sliced GPUs one
   replica each, fullest GPU first (packing keeps other GPUs whole);
 - time-slice replicas: N distinct GPUs, fewest free replicas first;
-- VRAM share: the GPU with the least free VRAM that still covers it (best fit);
+- VRAM share: the GPU with the least free VRAM (MiB) that still covers it (best fit);
+- fraction: the GPU with the least free thousandths that still covers it (the FGD
+  simulator's "least remaining milli"), then the least free MiB;
 - MIG: the fullest partitioned GPU first; on it the start that keeps the most larger
   profiles placeable (packs small instances away from the slots big ones need).
 """
@@ -45,9 +47,12 @@ def assign(snapshot: ClusterSnapshot, req: PlacementRequest, row: int, *,
     if order is not None:
         rank = {s: i for i, s in enumerate(order)}
         slots.sort(key=lambda s: rank.get(s, len(rank) + s))
-    elif kind in (RequestKind.VRAM, RequestKind.FRACTION):
+    elif kind is RequestKind.VRAM:
+        slots.sort(key=lambda s: (int(snapshot.free_mib[row, s]), s))
+    elif kind is RequestKind.FRACTION:
         slots.sort(key=lambda s: (int(snapshot.free_mib[row, s]) * 1000
-                                  // max(1, int(snapshot.total_mib[row, s])), s))
+                                  // max(1, int(snapshot.total_mib[row, s])),
+                                  int(snapshot.free_mib[row, s]), s))
     elif kind in (RequestKind.WHOLE, RequestKind.SHARED):
         slots.sort(key=lambda s: (int(snapshot.replicas[row, s]) == 0,
                                   int(snapshot.replicas_free[row, s]), s))

@@ -141,8 +141,10 @@ def fit(snapshot: ClusterSnapshot, req: PlacementRequest, rows: npt.NDArray[np.i
     protected_high = np.where(accepted, type_col, -1).max(axis=1)
     fail(~allowed.any(axis=1), Reason.PROTECTED, protected_low, protected_high)
 
+    if kind is not RequestKind.MIG:
+        fail(~(allowed & not_mig).any(axis=1), Reason.MIG_PARTITIONED, allowed.sum(axis=1))
     capacity = np.where(allowed, capacity_units, 0).sum(axis=1)
-    if kind is RequestKind.WHOLE:
+    if kind in (RequestKind.WHOLE, RequestKind.FRACTION):
         fail(capacity < need, Reason.TOO_FEW_GPUS, capacity, need)
     elif kind is RequestKind.SHARED:
         fail(capacity < need, Reason.NOT_TIME_SLICED, capacity, need)

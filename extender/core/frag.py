@@ -18,8 +18,9 @@ The naive cost is O(shapes x GPUs) per node. Two observations make it a gather:
    depends only on the GPU's type ``t``, the node's CPU level ``l`` and the GPU's free
    thousandths ``x`` (0..1000): one table lookup per GPU.
 2. Multi-GPU shapes add, when too few GPUs have x >= r, the capacity of those GPUs:
-   ``B_n = sum_k S_k[n] * W_k[l_n, cnt_k[n]]`` over groups k of (r, accepted types), with
-   ``cnt``/``S`` the count/sum of qualifying GPUs: a few reductions per group.
+   ``B_n = sum_k S_k[n] * W_k[l_n, cnt_k[n]]`` over groups k of shapes with the same per-type
+   demand ``r_k[t]`` (``MILLI + 1`` on types they do not accept), with ``cnt``/``S`` the
+   count/sum of qualifying GPUs (x >= r_k[t]): a few reductions per group.
 
 ``l_n`` is the number of distinct shape CPU requests <= the node's free CPU. GPUs outside the
 model (MIG-partitioned, time-sliced, unhealthy, padding) contribute nothing. Units: thousandths
@@ -45,11 +46,12 @@ MILLI = 1000
 
 @dataclass(frozen=True, eq=False)
 class _MultiGroup:
-    """Multi-GPU shapes sharing a per-GPU demand ``r`` and accepted types."""
+    """Multi-GPU shapes sharing the same per-GPU demand on every type."""
 
-    r: int
-    type_ok: npt.NDArray[np.bool_]
-    """(n_types,) bool."""
+    need: npt.NDArray[np.int64]
+    """(n_types,) thousandths a GPU of each type needs to serve one GPU of the shapes;
+    ``MILLI + 1`` (never met) on types the shapes do not accept. Per type, because a VRAM
+    shape demands a different share of GPUs of different sizes."""
     weight: npt.NDArray[np.float64]
     """(n_levels, n_gpus_max + 1) float64: W[l, cnt] = sum p_m [cpu ok at l][cnt < k_m]."""
 
@@ -68,7 +70,7 @@ class FragModel:
         n_levels = len(self.cpu_levels) + 1
         total_weight = float(sum(self.shapes.values()))
         table = np.full((n_types, n_levels, MILLI + 1), total_weight, dtype=np.float64)
-        groups: dict[tuple[int, tuple[int, ...]], list[tuple[Shape, float]]] = {}
+        groups: dict[tuple[int, ...], list[tuple[Shape, float]]] = {}
         for shape, weight in gpu_shapes:
             rank = int(np.searchsorted(self.cpu_levels, shape.cpu_milli, side="left"))
             types = self._type_mask(shape)
@@ -79,13 +81,12 @@ class FragModel:
                     # GPU with x >= r serves m when the node has the CPU: not a fragment
                     table[t, rank + 1:, r:] -= weight
             if shape.gpus > 1:
-                key = (int(demand.max()), tuple(int(t) for t in np.flatnonzero(types)))
-                groups.setdefault(key, []).append((shape, weight))
+                need = np.where(types, np.minimum(demand, MILLI + 1), MILLI + 1)
+                groups.setdefault(tuple(int(v) for v in need), []).append((shape, weight))
         self.table = table
         """(n_types, n_levels, 1001) float64: A[t, l, x]."""
-        self.groups = tuple(self._group(r, types, members, n_levels=n_levels,
-                                        max_gpus=max_gpus, n_types=n_types)
-                            for (r, types), members in groups.items())
+        self.groups = tuple(self._group(need, members, n_levels=n_levels, max_gpus=max_gpus)
+                            for need, members in groups.items())
 
     def _type_mask(self, shape: Shape) -> npt.NDArray[np.bool_]:
         n_types = len(self.catalog) + 1
@@ -101,15 +102,13 @@ class FragModel:
             return np.ceil(shape.vram_mib * MILLI / memory).astype(np.int64)
         return np.full(len(memory), shape.milli, dtype=np.int64)
 
-    def _group(self, r: int, types: tuple[int, ...], members: list[tuple[Shape, float]], *,
-               n_levels: int, max_gpus: int, n_types: int) -> _MultiGroup:
+    def _group(self, need: tuple[int, ...], members: list[tuple[Shape, float]], *,
+               n_levels: int, max_gpus: int) -> _MultiGroup:
         weight = np.zeros((n_levels, max_gpus + 1), dtype=np.float64)
         for shape, p in members:
             rank = int(np.searchsorted(self.cpu_levels, shape.cpu_milli, side="left"))
             weight[rank + 1:, : min(shape.gpus, max_gpus + 1)] += p
-        type_ok = np.zeros(n_types, dtype=bool)
-        type_ok[list(types)] = True
-        return _MultiGroup(r=r, type_ok=type_ok, weight=weight)
+        return _MultiGroup(need=np.array(need, dtype=np.int64), weight=weight)
 
     # -- evaluation ---------------------------------------------------------------------------
 
@@ -127,7 +126,7 @@ class FragModel:
 
     def _group_term(self, group: _MultiGroup, x: npt.NDArray[np.int64], state: GpuState,
                     level: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
-        qualifies = state.in_model & group.type_ok[state.type_col] & (x >= group.r)
+        qualifies = state.in_model & (x >= group.need[state.type_col])
         count = qualifies.sum(axis=1)
         capacity = np.where(qualifies, x, 0).sum(axis=1)
         count = np.minimum(count, group.weight.shape[1] - 1)
@@ -145,9 +144,9 @@ class FragModel:
                            0.0)
         frag = base - contribution + changed
         for group in self.groups:
-            ok = state.in_model & group.type_ok[state.type_col]
-            before_q = ok & (x >= group.r)
-            after_q = ok & (x_after >= group.r)
+            need = group.need[state.type_col]
+            before_q = state.in_model & (x >= need)
+            after_q = state.in_model & (x_after >= need)
             count = before_q.sum(axis=1)[:, None] - before_q + after_q
             capacity = np.where(before_q, x, 0).sum(axis=1)[:, None] - np.where(
                 before_q, x, 0) + np.where(after_q, x_after, 0)

@@ -27,6 +27,7 @@ class Reason(IntEnum):
     NO_MIG_PROFILE = 8
     TOO_FEW_MIG_INSTANCES = 9
     UNHEALTHY = 10
+    MIG_PARTITIONED = 11
     # unschedulable: full now
     GPUS_BUSY = 20
     VRAM_BUSY = 21
@@ -64,6 +65,8 @@ _TEMPLATES: dict[Reason, Callable[[Catalog, int, int, int], str]] = {
         "no accepted GPU on the node is partitioned for this MIG profile",
     Reason.TOO_FEW_MIG_INSTANCES: lambda cat, a, b, c:
         f"node can hold at most {a} instance(s) of this MIG profile; the pod needs {b}",
+    Reason.MIG_PARTITIONED: lambda cat, a, b, c:
+        f"all {a} accepted GPU(s) are MIG-partitioned; only MIG instances may use them",
     Reason.UNHEALTHY: lambda cat, a, b, c:
         f"{a} of the node's accepted GPUs are unhealthy; {b} healthy, the pod needs {c}",
     Reason.GPUS_BUSY: lambda cat, a, b, c:

@@ -49,7 +49,12 @@ def shape_of(request: GpuRequest | None, cpu_milli: int = 0) -> Shape | None:
 def typical_shapes(counts: Mapping[Shape, float], coverage: float = 0.95
                    ) -> dict[Shape, float]:
     """FGD's typical pods: the most popular shapes covering ``coverage`` of the weight,
-    renormalised to sum to 1 (``GetTypicalPods``, popularity threshold 95 %)."""
+    renormalised to sum to 1 (``GetTypicalPods``, popularity threshold 95 %, step 1).
+
+    Details: shapes are taken in decreasing count until the kept count reaches ``coverage``
+    of the total; equal counts are ordered as the FGD simulator orders them (``sort.Reverse``
+    of ``PodResource.Less``: more CPU first, then more GPU thousandths, then more GPUs), which
+    decides which shape closes the 95 % when counts tie."""
     total = sum(counts.values())
     if total <= 0:
         return {}
@@ -65,9 +70,12 @@ def typical_shapes(counts: Mapping[Shape, float], coverage: float = 0.95
     return {shape: weight / norm for shape, weight in kept.items()}
 
 
-def _order_key(shape: Shape) -> tuple[int, int, int, int, tuple[int, ...]]:
-    return (shape.gpus, shape.milli, shape.vram_mib, shape.cpu_milli,
-            tuple(sorted(shape.types)) if shape.types is not None else ())
+def _order_key(shape: Shape) -> tuple[int, int, int, int, int, tuple[int, ...]]:
+    """Ascending key for equal counts: descending CPU, thousandths, GPUs (Go's order), then
+    VRAM and typed before untyped (Go compares the type strings; "" sorts last)."""
+    return (-shape.cpu_milli, -shape.milli, -shape.gpus, -shape.vram_mib,
+            0 if shape.types is not None else 1,
+            tuple(-t for t in sorted(shape.types)) if shape.types is not None else ())
 
 
 class WorkloadMix:

@@ -28,7 +28,7 @@ import numpy as np
 
 from extender.catalog import Catalog
 from extender.errors import CapacityError, UnknownNodeError
-from extender.inventory.layout import phantom_slots, span_mask
+from extender.inventory.layout import MAX_SLOTS, phantom_slots, span_mask
 from extender.inventory.snapshot import DYNAMIC_MIG, NO_GPU, NOT_MIG, ClusterSnapshot
 from extender.model import Assignment, GpuDevice, GpuGrant, NodeInfo, PodKey, RequestKind
 
@@ -87,7 +87,7 @@ class Inventory:
         self._holdings: dict[str, Holding] = {}  # pod uid -> holding
         self._by_node: dict[str, set[str]] = {}  # node -> pod uids
         self._layouts: list[tuple[tuple[str, int], ...]] = [()]  # row 0: dynamic
-        self._layout_index: dict[tuple[tuple[str, int], ...], int] = {}
+        self._layout_index: dict[tuple[int, tuple[tuple[str, int], ...]], int] = {}
         self._layout_table = np.zeros((1, len(catalog.mig.names)), dtype=np.uint8)
         self._shared = False
         self._snapshot: ClusterSnapshot | None = None
@@ -215,17 +215,19 @@ class Inventory:
                 int(self.catalog.mig_slots[gpu.type_index]))
 
     def _intern_layout(self, type_index: int, instances: tuple[tuple[str, int], ...]) -> int:
-        key = tuple(sorted(instances))
+        # Keyed by type too: the same instance list means different legal starts on types
+        # whose profiles share a name (1g.10gb spans 2 slots on an A100-40GB, 1 on an 80GB).
+        key = (type_index, tuple(sorted(instances)))
         known = self._layout_index.get(key)
         if known is not None:
             return known
         row = np.zeros(len(self.catalog.mig.names), dtype=np.uint8)
-        for profile_name, start in key:
+        for profile_name, start in key[1]:
             profile = self.catalog.mig_profile(type_index, profile_name)
             p = self.catalog.mig.index.get(profile_name)
             if profile is not None and p is not None and start in profile.starts:
                 row[p] |= 1 << start
-        self._layouts.append(key)
+        self._layouts.append(key[1])
         self._layout_index[key] = len(self._layouts) - 1
         self._layout_table = np.vstack([self._layout_table, row[None, :]])
         return len(self._layouts) - 1
@@ -425,6 +427,15 @@ class Inventory:
             self._problem(strict, report, f"{where}: GPU is MIG-partitioned; only MIG "
                                           "instances may use it")
         free = int(arrays["free_mib"][row, slot])
+        if grant.vram_mib < 1:
+            # a share of 0 MiB would fit even on a GPU held whole
+            self._problem(strict, report, f"{where}: a GPU grant must hold at least 1 MiB "
+                                          f"VRAM, not {grant.vram_mib}")
+        if grant.whole and grant.vram_mib != int(arrays["total_mib"][row, slot]):
+            # a whole GPU holds all its VRAM, so no share can join it later
+            self._problem(strict, report, f"{where}: a whole GPU grant must hold all "
+                                          f"{int(arrays['total_mib'][row, slot])} MiB, not "
+                                          f"{grant.vram_mib}")
         if grant.whole:
             if int(arrays["replicas"][row, slot]) > 0:
                 self._problem(strict, report, f"{where}: GPU is time-sliced; it gives replicas, "
@@ -453,6 +464,10 @@ class Inventory:
         if grant.mig_slices != profile.slices:
             self._problem(strict, report, f"{where}: MIG {grant.mig_profile} spans "
                                           f"{profile.slices} slots, not {grant.mig_slices}")
+        if not 0 <= grant.mig_start < MAX_SLOTS:
+            self._problem(strict, report, f"{where}: MIG start slot {grant.mig_start} is out "
+                                          f"of range 0..{MAX_SLOTS - 1}")
+            return
         p = self.catalog.mig.index[grant.mig_profile]
         legal = profile.start_mask if layout == DYNAMIC_MIG else int(self._layout_table[layout, p])
         if not legal >> grant.mig_start & 1:

@@ -60,7 +60,7 @@ def decode_assignment(text: str) -> Assignment:
         return Assignment(node=str(doc["node"]), kind=kind, grants=grants,
                           type_id=str(doc.get("type", "")),
                           generation=int(doc.get("generation", 0)))
-    except (KeyError, TypeError, ValueError) as exc:
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:  # a grant not an object
         raise ValueError(f"malformed: {exc!r}") from exc
 
 

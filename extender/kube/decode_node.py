@@ -29,7 +29,9 @@ from extender.model import (
 )
 from extender.quantity import parse_quantity, quantity_to_mib, quantity_to_milli
 
-TIME_SLICING = ("time-slicing", "time-sharing")
+TIME_SLICING = ("time-slicing", "time-sharing", "mps")
+"""Sharing strategies (GFD, GKE) under which the device plugin advertises ``replicas`` units per
+physical GPU; MPS does too, so its units are replicas, not whole GPUs."""
 
 
 class NodeDecoder:
@@ -82,7 +84,7 @@ class NodeDecoder:
             where = f"gpus[{i}]"
             try:
                 device = self._device(entry)
-            except (KeyError, TypeError, ValueError) as exc:
+            except (AttributeError, KeyError, TypeError, ValueError) as exc:
                 problems.append(f"{ANNOTATION_NODE_GPUS} {where}: {exc!r}; GPU ignored")
                 continue
             if device.index in seen:
@@ -106,21 +108,44 @@ class NodeDecoder:
         mig = entry.get("mig")
         layout = None
         if mig:
-            if mig.get("mode") == "dynamic":
-                layout = MigLayout(dynamic=True)
-            else:
-                instances = tuple((str(x["profile"]), int(x["start"]))
-                                  for x in mig.get("instances", []))
-                layout = MigLayout(dynamic=False, instances=instances)
             if self._catalog.mig_slots[type_index] == 0:
                 raise ValueError(f"type {entry['type']!r} has no MIG geometry in the catalog")
+            if mig.get("mode") == "dynamic":
+                layout = MigLayout(dynamic=True)
+            elif mig.get("mode") == "static":
+                instances = tuple((str(x["profile"]), int(x["start"]))
+                                  for x in mig.get("instances", []))
+                self._check_instances(type_index, instances)
+                layout = MigLayout(dynamic=False, instances=instances)
+            else:
+                raise ValueError(f"mig.mode {mig.get('mode')!r} (accepted: dynamic, static)")
         index = int(entry["index"])
         replicas = int(entry.get("replicas", 0))
         if index < 0 or memory <= 0 or replicas < 0:
             raise ValueError("index, memoryMiB and replicas must be >= 0")
+        healthy = entry.get("healthy", True)
+        if not isinstance(healthy, bool):  # bool("false") is True
+            raise ValueError(f"healthy must be true or false, got {healthy!r}")
         return GpuDevice(index=index, type_index=type_index, memory_mib=memory,
                          uuid=entry.get("uuid"), replicas=replicas, mig=layout,
-                         healthy=bool(entry.get("healthy", True)))
+                         healthy=healthy)
+
+    def _check_instances(self, type_index: int, instances: tuple[tuple[str, int], ...]) -> None:
+        """A static layout must be one the GPU can have: known profiles at legal, disjoint
+        starts (the inventory would silently drop anything else)."""
+        used = 0
+        for name, start in instances:
+            profile = self._catalog.mig_profile(type_index, name)
+            if profile is None:
+                raise ValueError(f"MIG profile {name!r} is not a profile of "
+                                 f"{self._catalog.id_of(type_index)}")
+            if start not in profile.starts:
+                raise ValueError(f"MIG {name} cannot start at {start} (accepted starts: "
+                                 f"{', '.join(map(str, profile.starts))})")
+            span = ((1 << profile.slices) - 1) << start
+            if used & span:
+                raise ValueError(f"MIG {name} at start {start} overlaps another instance")
+            used |= span
 
     # -- labels + allocatable ---------------------------------------------------------------
 
@@ -199,7 +224,9 @@ class NodeDecoder:
                                 f"{self._catalog.id_of(type_index)}; ignored")
                 continue
             wanted += [profile] * count
-        wanted.sort(key=lambda p: (-p.slices, p.name))
+        # Largest first; among equal sizes the profile with fewer legal starts first, or a
+        # 3g.40gb taking start 0 would push the 4g.40gb (start 0 only) onto another GPU.
+        wanted.sort(key=lambda p: (-p.slices, len(p.starts), p.name))
         gpus: list[tuple[int, list[tuple[str, int]]]] = []  # (used slot mask, instances)
         for profile in wanted:
             span = (1 << profile.slices) - 1

@@ -7,8 +7,8 @@ container and per pod. Every error names the field, the value and what is accept
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from extender.catalog import Catalog
@@ -47,6 +47,8 @@ class _Amount:
     mig_profile: str | None
     field: str
     milli: int = 0
+    sidecar: bool = False
+    """A restartable init container (``restartPolicy: Always``): runs beside the others."""
 
 
 class PodDecoder:
@@ -74,6 +76,8 @@ class PodDecoder:
             request = self.request(pod)
         except RequestError as exc:
             request, problems = None, [str(exc)]
+        except (AttributeError, TypeError) as exc:  # shapes only a hand-written cluster file has
+            request, problems = None, [f"spec: malformed pod ({exc})"]
         assignment = None
         raw = (meta.get("annotations") or {}).get(ANNOTATION_ASSIGNED)
         if raw is not None:
@@ -81,7 +85,10 @@ class PodDecoder:
                 assignment = decode_assignment(raw)
             except ValueError as exc:
                 problems.append(f"metadata.annotations[{ANNOTATION_ASSIGNED}]: {exc}")
-        cpu, memory = self._cpu_memory(spec)
+        try:
+            cpu, memory = self._cpu_memory(spec)
+        except (AttributeError, TypeError):
+            cpu, memory = 0, 0  # already reported above
         return PodInfo(
             key=key,
             request=request,
@@ -129,6 +136,8 @@ class PodDecoder:
         for i, container in enumerate(containers):
             amount = self._container_amount(container.get("resources") or {}, f"{path}[{i}]")
             if amount is not None:
+                if _is_sidecar(container, path):
+                    amount = replace(amount, sidecar=True)
                 amounts.append(amount)
         return amounts
 
@@ -156,11 +165,12 @@ class PodDecoder:
     def _parse_amount(self, name: str, value: object, field: str) -> _Amount | None:
         if name == RESOURCE_GPU_MEMORY:
             try:
+                negative = parse_quantity(value) < 0  # "-1" rounds up to 0 MiB
                 mib = quantity_to_mib(value)
             except QuantityError as exc:
                 raise RequestError(field, value, "not a memory quantity",
                                    "bytes with a suffix, e.g. 4Gi or 4096Mi") from exc
-            if mib < 0:
+            if negative:
                 raise RequestError(field, value, "must not be negative", "a positive size")
             return _Amount(RequestKind.VRAM, 1, mib, None, field) if mib else None
         count = _count(value, field)
@@ -233,15 +243,17 @@ class PodDecoder:
     def _affinity_types(self, spec: Mapping[str, Any]
                         ) -> tuple[tuple[frozenset[int], str] | None, set[int]]:
         """Required node affinity: a pod is typed when *every* term constrains a type label
-        with ``In`` (terms are OR-ed, so one unconstrained term admits any type)."""
+        with ``In`` (terms are OR-ed, so one unconstrained term admits any type). ``NotIn``
+        removes types from its own term only: a type is excluded when no term admits it."""
         required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
                     .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
         terms = required.get("nodeSelectorTerms") or []
+        every_type = frozenset(range(len(self._catalog)))
         union: set[int] = set()
-        excluded: set[int] = set()
         all_typed = bool(terms)
         for t, term in enumerate(terms):
             term_types: frozenset[int] | None = None
+            term_excluded: set[int] = set()
             for e, expr in enumerate(term.get("matchExpressions") or []):
                 key = expr.get("key")
                 if key not in self._labels.type_label_keys:
@@ -256,14 +268,13 @@ class PodDecoder:
                     term_types = frozenset(resolved) if term_types is None \
                         else term_types & resolved
                 elif operator == "NotIn":
-                    excluded |= resolved
+                    term_excluded |= resolved
             if term_types is None:
                 all_typed = False
-            else:
-                union |= term_types
+            union |= (every_type if term_types is None else term_types) - term_excluded
         if all_typed:
-            return (frozenset(union), f"{_AFFINITY}.nodeSelectorTerms"), excluded
-        return None, excluded
+            return (frozenset(union), f"{_AFFINITY}.nodeSelectorTerms"), set()
+        return None, set(every_type - union) if terms else set()
 
     def _resolve(self, name: object, field: str) -> frozenset[int]:
         resolved = self._catalog.resolve(str(name)) if isinstance(name, str) else None
@@ -316,21 +327,19 @@ class PodDecoder:
 
     @staticmethod
     def _cpu_memory(spec: Mapping[str, Any]) -> tuple[int, int]:
-        def total(containers: Sequence[Mapping[str, Any]], fold: str) -> tuple[int, int]:
-            cpu = memory = 0
-            for container in containers:
+        def need(resource: str, convert: Callable[[object], int]) -> int:
+            def value(container: Mapping[str, Any]) -> int:
                 requests = (container.get("resources") or {}).get("requests") or {}
-                c = _safe(quantity_to_milli, requests.get("cpu"))
-                m = _safe(quantity_to_mib, requests.get("memory"))
-                cpu, memory = (cpu + c, memory + m) if fold == "sum" else \
-                    (max(cpu, c), max(memory, m))
-            return cpu, memory
+                return _safe(convert, requests.get(resource))
 
-        cpu, memory = total(spec.get("containers") or [], "sum")
-        init_cpu, init_memory = total(spec.get("initContainers") or [], "max")
+            init = spec.get("initContainers") or []
+            return _pod_need(
+                [value(c) for c in spec.get("containers") or []],
+                [(value(c), _is_sidecar(c, "spec.initContainers")) for c in init])
+
         overhead = spec.get("overhead") or {}
-        return (max(cpu, init_cpu) + _safe(quantity_to_milli, overhead.get("cpu")),
-                max(memory, init_memory) + _safe(quantity_to_mib, overhead.get("memory")))
+        return (need("cpu", quantity_to_milli) + _safe(quantity_to_milli, overhead.get("cpu")),
+                need("memory", quantity_to_mib) + _safe(quantity_to_mib, overhead.get("memory")))
 
 
 def _is_gpu_resource(name: str) -> bool:
@@ -369,21 +378,38 @@ def _combine(regular: list[_Amount], init: list[_Amount]) -> _Amount | None:
                                f"{_form(first)} and {_form(other)}",
                                "a pod may use exactly one GPU amount form across its containers",
                                AMOUNT_FORMS)
-    total_count = sum(a.count for a in regular)
-    total_vram = sum(a.vram_mib for a in regular)
-    total_milli = sum(a.milli for a in regular)
-    init_count = max((a.count for a in init), default=0)
-    init_vram = max((a.vram_mib for a in init), default=0)
-    init_milli = max((a.milli for a in init), default=0)
+    def need(value: Callable[[_Amount], int]) -> int:
+        return _pod_need([value(a) for a in regular], [(value(a), a.sidecar) for a in init])
+
     anchor = regular[0] if regular else init[0]
     single_gpu = first.kind in (RequestKind.VRAM, RequestKind.FRACTION)
-    count = 1 if single_gpu else max(total_count, init_count)
-    milli = max(total_milli, init_milli)
+    count = 1 if single_gpu else need(lambda a: a.count)
+    milli = need(lambda a: a.milli)
     if milli >= 1000:
         raise RequestError(anchor.field, milli, "the containers' fractions add up to a whole GPU "
                            "or more", f"a total below 1000, or {RESOURCE_GPU}: N")
-    return _Amount(first.kind, count, max(total_vram, init_vram), first.mig_profile,
+    return _Amount(first.kind, count, need(lambda a: a.vram_mib), first.mig_profile,
                    anchor.field, milli)
+
+
+def _pod_need(regular: Sequence[int], init: Sequence[tuple[int, bool]]) -> int:
+    """kube's ``PodRequests`` for one resource: containers and sidecars (restartable init
+    containers) add up; every other init container runs alone beside the sidecars started
+    before it; the pod needs the larger of the two."""
+    total = sum(regular)
+    sidecars = peak = 0
+    for value, sidecar in init:
+        if sidecar:
+            sidecars += value
+            total += value
+            peak = max(peak, sidecars)
+        else:
+            peak = max(peak, value + sidecars)
+    return max(total, peak)
+
+
+def _is_sidecar(container: Mapping[str, Any], path: str) -> bool:
+    return path == "spec.initContainers" and container.get("restartPolicy") == "Always"
 
 
 def _form(amount: _Amount) -> str:

@@ -88,6 +88,7 @@ def _load_builtin() -> None:
     """Import the strategy modules (each registers itself)."""
     from extender.core.scoring import (  # noqa: F401
         allocation,
+        baselines,
         best_fit,
         cost_fragmentation,
         fgd,

@@ -36,8 +36,8 @@ def min_max(scores: np.ndarray) -> np.ndarray:
     low, high = float(scores.min()), float(scores.max())
     if high - low < 1e-12:
         return np.full_like(scores, MAX_SCORE)
-    out: np.ndarray = (scores - low) * MAX_SCORE / (high - low)
-    return out
+    out: np.ndarray = np.clip((scores - low) * MAX_SCORE / (high - low), 0.0, MAX_SCORE)
+    return out  # clipped: (high - low) * 100 / (high - low) may round to 100.00000000000001
 
 
 @register("best-fit")

@@ -53,11 +53,16 @@ class FragScorer:
         self._model = FragModel(self.context.catalog, shapes)
         self._version = self.context.workload.version
 
-    def delta(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult
+    def delta(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult, *,
+              integer: bool = False
               ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], npt.NDArray[np.int16],
                          npt.NDArray[np.int64]]:
         """For fitting nodes: (rows, dF of the best GPU in GPUs, that GPU's slot or -1,
-        positions). dF = F_after - F_before (negative: fragmentation drops)."""
+        positions). dF = F_after - F_before (negative: fragmentation drops).
+
+        ``integer``: the best GPU is the lowest slot with the best truncated score
+        ``floor(MAX_SCORE * sigmoid(-dF))``, as ``calculateGpuShareFragExtendScore`` picks it
+        (strict ``>`` over GPUs in index order); otherwise the GPU with the least dF."""
         positions, rows = fitting(fit)
         model = self.model()
         state = gpu_state(snapshot, rows)
@@ -69,7 +74,12 @@ class FragScorer:
             x_after = np.where(state.in_model, share_after(snapshot, req, rows), 0)
             after = model.frag_after_share(state, level_after, x_after)
             after = np.where(units > 0, after, np.inf)
-            choice = np.argmin(after, axis=1).astype(np.int16)
+            if integer:
+                truncated = np.where(units > 0, np.floor(
+                    MAX_SCORE * sigmoid((before[:, None] - after) / MILLI)), -1.0)
+                choice = np.argmax(truncated, axis=1).astype(np.int16)
+            else:
+                choice = np.argmin(after, axis=1).astype(np.int16)
             best = after[np.arange(len(rows)), choice]
             return rows, (best - before) / MILLI, choice, positions
         taken = first_units(units, req.count)
@@ -105,7 +115,7 @@ class FGD:
 
     def score(self, snapshot: ClusterSnapshot, req: PlacementRequest,
               fit: FitResult) -> ScoreResult:
-        rows, delta, choice, _ = self.frag.delta(snapshot, req, fit)
+        rows, delta, choice, _ = self.frag.delta(snapshot, req, fit, integer=self.integer)
         scores = MAX_SCORE * sigmoid(-delta)
         if self.integer:
             scores = np.floor(scores)

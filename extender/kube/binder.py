@@ -1,0 +1,63 @@
+"""Persist a placement and bind: annotations first, then the Binding.
+
+The annotations are the only persistent state (a restarted extender rebuilds its inventory from
+them), so they are written before the pod is bound: a pod that runs always says which GPUs it
+holds. If the Binding then fails, the pod stays pending with stale annotations, which nothing
+reads (holdings are only taken from *bound* pods whose annotation names their node).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from extender.kube.annotations import encode_assignment, visible_devices
+from extender.kube.client import PodWriter
+from extender.kube.errors import Conflict, KubeError
+from extender.model import ANNOTATION_ASSIGNED, ANNOTATION_VISIBLE_DEVICES, Assignment, PodKey
+
+_log = logging.getLogger(__name__)
+
+
+def assignment_annotations(assignment: Assignment) -> dict[str, str]:
+    return {ANNOTATION_ASSIGNED: encode_assignment(assignment),
+            ANNOTATION_VISIBLE_DEVICES: visible_devices(assignment)}
+
+
+class Binder:
+    def __init__(self, api: PodWriter, *, warn_with_events: bool = True) -> None:
+        self._api = api
+        self._warn_with_events = warn_with_events
+
+    def bind(self, pod: PodKey, node: str, assignment: Assignment | None) -> None:
+        """Annotate (when the pod holds GPUs) and bind; raises ``KubeError``.
+
+        Idempotent: a Binding refused with 409 because the same pod is already on ``node``
+        (kube-scheduler retries a bind whose answer it did not get) is a success.
+        """
+        if assignment is not None:
+            self._api.patch_pod_annotations(pod.namespace, pod.name, pod.uid,
+                                            assignment_annotations(assignment))
+        try:
+            self._api.create_binding(pod.namespace, pod.name, pod.uid, node)
+        except Conflict as exc:
+            current = self._api.get_pod(pod.namespace, pod.name)
+            uid = (current.get("metadata") or {}).get("uid", "")
+            bound_to = (current.get("spec") or {}).get("nodeName") or ""
+            if uid == pod.uid and bound_to == node:
+                return
+            if uid != pod.uid:
+                raise Conflict(f"pod {pod} was recreated (uid {uid}, expected {pod.uid})",
+                               status=409) from exc
+            raise Conflict(f"pod {pod} is already bound to node {bound_to!r}"
+                           if bound_to else str(exc), status=409) from exc
+
+    def warn(self, pod: PodKey, reason: str, message: str) -> None:
+        """Best effort: a Warning event on the pod (``kubectl describe`` shows why a bind
+        failed); never raises."""
+        if not self._warn_with_events:
+            return
+        try:
+            self._api.record_event(pod, reason=reason, message=message, event_type="Warning")
+        except KubeError as exc:
+            _log.debug("could not record event", extra={"fields": {"pod": str(pod),
+                                                                     "error": str(exc)}})

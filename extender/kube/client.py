@@ -1,0 +1,244 @@
+"""A thin API client: raw JSON in and out, our errors, nothing else.
+
+The ``kubernetes`` package is only used for its configuration loading and its HTTP plumbing:
+every call passes ``_preload_content=False`` and parses the body with orjson, because the
+client's model layer is slow (kubernetes-client/python#1231) and cannot even read the answer to
+a Binding (it returns a ``Status``; deserializing it as ``V1Binding`` raises ``ValueError`` on
+``target``, kubernetes-client/python#825).
+
+The two protocols below are all the rest of the service needs, so tests and the offline mode
+provide their own in-memory implementations.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import os
+import socket
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+import orjson
+
+from extender.kube.errors import KubeError, translate
+from extender.model import PodKey
+
+ResourceKind = Literal["nodes", "pods"]
+
+TERMINAL_PODS_EXCLUDED = "status.phase!=Succeeded,status.phase!=Failed"
+"""Pods that finished hold nothing; the API server filters them out of lists and turns a pod
+that finishes into a DELETED watch event."""
+
+LIST_PAGE_SIZE = 500
+COMPONENT = "gpu-extender"
+
+
+@dataclass(frozen=True)
+class ObjectList:
+    """A complete list and the resourceVersion to start watching from."""
+
+    items: list[dict[str, Any]]
+    resource_version: str
+
+
+class WatchStream(Protocol):
+    """An open watch: raw bytes as they arrive (newline-delimited JSON events)."""
+
+    def chunks(self) -> Iterator[bytes]: ...
+
+    def close(self) -> None:
+        """Abort the stream from another thread (``chunks`` then ends or raises)."""
+
+
+class ResourceLister(Protocol):
+    def list_objects(self, kind: ResourceKind) -> ObjectList: ...
+
+    def watch_objects(self, kind: ResourceKind, resource_version: str,
+                      timeout_seconds: int) -> WatchStream: ...
+
+
+class PodWriter(Protocol):
+    """What binding a pod needs; raises ``KubeError`` subclasses."""
+
+    def get_pod(self, namespace: str, name: str) -> dict[str, Any]: ...
+
+    def patch_pod_annotations(self, namespace: str, name: str, uid: str,
+                              annotations: Mapping[str, str]) -> None: ...
+
+    def create_binding(self, namespace: str, name: str, uid: str, node: str) -> None: ...
+
+    def record_event(self, pod: PodKey, *, reason: str, message: str,
+                     event_type: str = "Normal") -> None: ...
+
+
+def binding_body(namespace: str, name: str, uid: str, node: str) -> dict[str, Any]:
+    """The Binding kube-scheduler itself would send; the UID is a precondition that guards
+    against a pod deleted and recreated under the same name."""
+    return {"apiVersion": "v1", "kind": "Binding",
+            "metadata": {"name": name, "namespace": namespace, "uid": uid},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
+
+
+def annotation_patch(uid: str, annotations: Mapping[str, str]) -> dict[str, Any]:
+    """A merge patch; ``metadata.uid`` makes it fail on a recreated pod of the same name."""
+    return {"metadata": {"uid": uid, "annotations": dict(annotations)}}
+
+
+def event_body(pod: PodKey, *, reason: str, message: str, event_type: str) -> dict[str, Any]:
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {
+        "apiVersion": "v1", "kind": "Event",
+        "metadata": {"generateName": f"{pod.name}.", "namespace": pod.namespace},
+        "involvedObject": {"apiVersion": "v1", "kind": "Pod", "namespace": pod.namespace,
+                           "name": pod.name, "uid": pod.uid},
+        "reason": reason, "message": message[:1000], "type": event_type,
+        "source": {"component": COMPONENT}, "reportingComponent": COMPONENT,
+        "reportingInstance": socket.gethostname(),
+        "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+    }
+
+
+def load_configuration(kubeconfig: str | None = None) -> Any:
+    """The client configuration: the in-cluster service account when running in a pod (and
+    no kubeconfig is named), else ``kubeconfig`` / ``$KUBECONFIG`` / ``~/.kube/config``.
+    Opens no connection (safe before gunicorn forks); ``KubeError`` when none works."""
+    from kubernetes import client, config
+
+    configuration = client.Configuration()
+    try:
+        if kubeconfig is None and "KUBERNETES_SERVICE_HOST" in os.environ:
+            config.load_incluster_config(client_configuration=configuration)
+        else:
+            config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
+    except Exception as exc:  # ConfigException, FileNotFoundError, YAML errors
+        raise KubeError(f"no usable cluster configuration: {exc} (run in a pod with a "
+                        "service account, set KUBECONFIG or pass --kubeconfig)") from exc
+    return configuration
+
+
+class _HttpWatchStream:
+    def __init__(self, response: Any, action: str) -> None:
+        self._response = response
+        self._action = action
+
+    def chunks(self) -> Iterator[bytes]:
+        try:
+            yield from self._response.stream(amt=None, decode_content=True)
+        except Exception as exc:  # urllib3 raises many types mid-stream
+            raise translate(exc, self._action) from exc
+        finally:
+            self._response.release_conn()
+
+    def close(self) -> None:
+        # aborting a stream that may already be closed: nothing to report
+        with contextlib.suppress(Exception):
+            self._response.shutdown()
+
+
+class ApiServerClient:
+    """``ResourceLister`` + ``PodWriter`` over one ``kubernetes.client.ApiClient``.
+
+    Build it after gunicorn forks: urllib3 connection pools are not fork-safe.
+    """
+
+    def __init__(self, api_client: Any, *, request_timeout: float = 30.0) -> None:
+        from kubernetes import client
+
+        self._core = client.CoreV1Api(api_client)
+        self._timeout = request_timeout
+
+    @classmethod
+    def from_environment(cls, kubeconfig: str | None = None) -> ApiServerClient:
+        from kubernetes import client
+
+        return cls(client.ApiClient(load_configuration(kubeconfig)))
+
+    # -- ResourceLister --------------------------------------------------------------------
+
+    def list_objects(self, kind: ResourceKind) -> ObjectList:
+        items: list[dict[str, Any]] = []
+        token: str | None = None
+        resource_version = ""
+        while True:
+            kwargs: dict[str, Any] = {"limit": LIST_PAGE_SIZE, "_preload_content": False,
+                                      "_request_timeout": self._timeout * 4}
+            if token:
+                kwargs["_continue"] = token
+            page = self._call(f"list {kind}", self._lister(kind), **kwargs)
+            meta = page.get("metadata") or {}
+            # Pages of one list share the first page's resourceVersion (a consistent read).
+            resource_version = resource_version or str(meta.get("resourceVersion", ""))
+            items.extend(page.get("items") or [])
+            token = meta.get("continue") or None
+            if not token:
+                return ObjectList(items, resource_version)
+
+    def watch_objects(self, kind: ResourceKind, resource_version: str,
+                      timeout_seconds: int) -> WatchStream:
+        action = f"watch {kind}"
+        try:
+            response = self._lister(kind)(
+                watch=True, resource_version=resource_version, allow_watch_bookmarks=True,
+                timeout_seconds=timeout_seconds, _preload_content=False,
+                # the read timeout notices a dead connection the server never closed
+                _request_timeout=(10.0, timeout_seconds + 30.0))
+        except Exception as exc:
+            raise translate(exc, action) from exc
+        return _HttpWatchStream(response, action)
+
+    def _lister(self, kind: ResourceKind) -> Any:
+        if kind == "nodes":
+            return self._core.list_node
+
+        def list_pods(**kwargs: Any) -> Any:
+            return self._core.list_pod_for_all_namespaces(
+                field_selector=TERMINAL_PODS_EXCLUDED, **kwargs)
+        return list_pods
+
+    # -- PodWriter ---------------------------------------------------------------------------
+
+    def get_pod(self, namespace: str, name: str) -> dict[str, Any]:
+        return self._call(f"get pod {namespace}/{name}", self._core.read_namespaced_pod,
+                          name, namespace, _preload_content=False,
+                          _request_timeout=self._timeout)
+
+    def patch_pod_annotations(self, namespace: str, name: str, uid: str,
+                              annotations: Mapping[str, str]) -> None:
+        # The generated client would pick json-patch for PATCH; a dict is a merge patch.
+        self._call(f"annotate pod {namespace}/{name}", self._core.patch_namespaced_pod,
+                   name, namespace, annotation_patch(uid, annotations),
+                   _content_type="application/merge-patch+json", _preload_content=False,
+                   _request_timeout=self._timeout)
+
+    def create_binding(self, namespace: str, name: str, uid: str, node: str) -> None:
+        self._call(f"bind pod {namespace}/{name} to {node}",
+                   self._core.create_namespaced_pod_binding, name, namespace,
+                   binding_body(namespace, name, uid, node), _preload_content=False,
+                   _request_timeout=self._timeout, parse=False)
+
+    def record_event(self, pod: PodKey, *, reason: str, message: str,
+                     event_type: str = "Normal") -> None:
+        self._call(f"record event for pod {pod}", self._core.create_namespaced_event,
+                   pod.namespace, event_body(pod, reason=reason, message=message,
+                                             event_type=event_type),
+                   _preload_content=False, _request_timeout=self._timeout, parse=False)
+
+    @staticmethod
+    def _call(action: str, method: Any, *args: Any, parse: bool = True,
+              **kwargs: Any) -> dict[str, Any]:
+        try:
+            response = method(*args, **kwargs)
+            data = response.data
+        except Exception as exc:  # ApiException, urllib3 errors, socket errors
+            raise translate(exc, action) from exc
+        if not parse:
+            return {}
+        try:
+            doc = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            raise KubeError(f"{action}: the API server answered with invalid JSON") from exc
+        if not isinstance(doc, dict):
+            raise KubeError(f"{action}: expected a JSON object")
+        return doc

@@ -1,0 +1,1 @@
+"""The HTTP service kube-scheduler calls: filter, prioritize, bind, health, metrics, debug."""

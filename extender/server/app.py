@@ -1,0 +1,127 @@
+"""The Flask app: routes, wire decoding, metrics and the never-a-traceback guarantee.
+
+Every verb answers HTTP 200 with PascalCase JSON, except a body that does not match the
+protocol (400, the message names the field). An unexpected exception inside a verb is logged
+with its traceback here and answered as the protocol expects a failure: ``Error`` for filter
+and bind, an empty priority list for prioritize (kube-scheduler ignores prioritize errors).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import orjson
+from flask import Flask, Response, request
+from prometheus_client import CONTENT_TYPE_LATEST
+from werkzeug.exceptions import HTTPException
+
+from extender.server.debug import register_debug_routes
+from extender.server.pods import pod_key
+from extender.server.service import ExtenderService
+from extender.server.wire import (
+    ExtenderBindingResult,
+    WireError,
+    decode_binding_args,
+    decode_extender_args,
+    encode,
+    filter_error,
+)
+
+_log = logging.getLogger(__name__)
+
+JSON = "application/json"
+Args = TypeVar("Args")
+
+
+def _json(document: object, status: int = 200) -> Response:
+    return Response(orjson.dumps(document), status=status, content_type=JSON)
+
+
+def create_app(service: ExtenderService, *, debug_endpoints: bool = True) -> Flask:
+    app = Flask("gpu-extender")
+    verbs = service.verbs
+
+    app.add_url_rule("/filter", "filter", _verb_view(
+        service, "filter", decode_extender_args, verbs.filter,
+        filter_error), methods=["POST"])
+    app.add_url_rule("/prioritize", "prioritize", _verb_view(
+        service, "prioritize", decode_extender_args, verbs.prioritize,
+        lambda args, message: []), methods=["POST"])
+    app.add_url_rule("/bind", "bind", _verb_view(
+        service, "bind", decode_binding_args, service.binding.bind,
+        lambda args, message: ExtenderBindingResult(Error=message)), methods=["POST"])
+
+    @app.get("/healthz")
+    def healthz() -> Response:
+        return _json({"status": "ok"})
+
+    @app.get("/readyz")
+    def readyz() -> Response:
+        if service.ready():
+            return _json({"status": "ready"})
+        return _json({"status": "inventory not synced yet"}, 503)
+
+    @app.get("/metrics")
+    def metrics() -> Response:
+        return Response(service.metrics.exposition(), content_type=CONTENT_TYPE_LATEST)
+
+    if debug_endpoints:
+        register_debug_routes(app, service)
+
+    @app.errorhandler(HTTPException)
+    def http_error(exc: HTTPException) -> Response:
+        return _json({"Error": f"{exc.code} {exc.name}: {exc.description}"}, exc.code or 500)
+
+    @app.errorhandler(Exception)
+    def unexpected(exc: Exception) -> Response:
+        _log.exception("request failed", extra={"fields": {"path": request.path}})
+        return _json({"Error": f"internal error: {type(exc).__name__}"}, 500)
+
+    return app
+
+
+def _verb_view(service: ExtenderService, verb: str, decode: Callable[[bytes], Args],
+               handle: Callable[[Args], Any], failure: Callable[[Args, str], Any]
+               ) -> Callable[[], Response]:
+    observe = service.metrics.observe_latency[verb]
+    metrics = service.metrics
+
+    def view() -> Response:
+        started = time.perf_counter()
+        try:
+            args = decode(request.get_data(cache=False))
+        except WireError as exc:
+            metrics.decision(verb, "malformed")
+            _log.warning("malformed request", extra={"fields": {"verb": verb,
+                                                                 "error": str(exc)}})
+            return _json({"Error": str(exc)}, 400)
+        try:
+            result = handle(args)
+        except Exception as exc:
+            metrics.decision(verb, "error")
+            _log.exception("verb failed", extra={"fields": {"verb": verb,
+                                                            "pod": _describe(args)}})
+            result = failure(args, f"internal error in {verb}: {type(exc).__name__}: {exc}")
+        body = encode(result)
+        duration = time.perf_counter() - started
+        observe(duration)
+        if _log.isEnabledFor(logging.DEBUG):
+            _log.debug("answered", extra={"fields": {
+                "verb": verb, "pod": _describe(args),
+                "duration_ms": round(duration * 1000, 3)}})
+        return Response(body, status=200, content_type=JSON)
+
+    view.__name__ = f"{verb}_view"
+    return view
+
+
+def _describe(args: object) -> str:
+    if isinstance(args, dict) and isinstance(args.get("Pod"), dict):
+        return str(pod_key(args["Pod"]))
+    if isinstance(args, dict) and "PodName" in args:
+        return f"{args.get('PodNamespace')}/{args.get('PodName')}"
+    return ""
+

@@ -1,0 +1,48 @@
+"""Run the service under gunicorn, building it in the worker (after the fork).
+
+Threads (watches, reconciler) and API connections must not cross a fork: they would not exist
+in the child, or share sockets with the parent. ``load`` runs in the worker, so everything is
+created there; the master only validated the configuration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from gunicorn.app.base import BaseApplication
+
+from extender.server.app import create_app
+from extender.server.service import ExtenderService
+
+
+class ExtenderApplication(BaseApplication):  # type: ignore[misc]
+    def __init__(self, settings: dict[str, Any], build: Callable[[], ExtenderService], *,
+                 debug_endpoints: bool = True) -> None:
+        self._settings = settings
+        self._build = build
+        self._debug_endpoints = debug_endpoints
+        self._service: ExtenderService | None = None
+        super().__init__()
+
+    def load_config(self) -> None:
+        for key, value in self._settings.items():
+            if value is not None:
+                self.cfg.set(key, value)
+
+    def load(self) -> Any:
+        service = self._build()
+        service.start()
+        self._service = service
+        return create_app(service, debug_endpoints=self._debug_endpoints)
+
+    def stop_service(self) -> None:
+        if self._service is not None:
+            self._service.stop()
+            self._service = None
+
+
+def run(settings: dict[str, Any], build: Callable[[], ExtenderService], *,
+        debug_endpoints: bool = True) -> None:
+    """Serve until gunicorn is told to stop (SIGTERM/SIGINT); exits the process."""
+    ExtenderApplication(settings, build, debug_endpoints=debug_endpoints).run()

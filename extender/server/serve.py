@@ -1,0 +1,121 @@
+"""``gpu-extender serve``: the scheduler extender under gunicorn.
+
+Everything that can be wrong with the invocation (config, cluster file, cluster credentials) is
+checked here, in the master, and reported with a plain message and a non-zero exit before
+gunicorn starts; the service itself is built in the worker.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from extender.errors import ConfigError
+from extender.server.gunicorn_conf import (
+    DEFAULT_THREADS,
+    KEEPALIVE_SECONDS,
+    ServerOptions,
+    gunicorn_settings,
+)
+from extender.server.logs import LEVELS
+
+EXIT_USAGE = 2
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = commands.add_parser(
+        "serve", help="run the scheduler extender (filter, prioritize, bind)",
+        description="Serve POST /filter, /prioritize, /bind at the server root for "
+                    "kube-scheduler, plus /healthz, /readyz, /metrics and /debug/*. Connects "
+                    "to the API server with the in-cluster service account, or $KUBECONFIG "
+                    "(or --kubeconfig); with --cluster-file it runs offline on a dump instead.")
+    parser.add_argument("--config", metavar="FILE",
+                        help="platform config YAML (default: the shipped defaults)")
+    parser.add_argument("--cluster-file", metavar="FILE",
+                        help="run offline on a `kubectl get nodes,pods -A -o json` dump; binds "
+                             "are recorded in memory, nothing is written to any cluster")
+    parser.add_argument("--kubeconfig", metavar="FILE",
+                        help="kubeconfig to use instead of the in-cluster service account / "
+                             "$KUBECONFIG")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="address to listen on (default: 127.0.0.1, for a sidecar of "
+                             "kube-scheduler; 0.0.0.0 to serve other pods)")
+    parser.add_argument("--port", type=int, default=8888, help="port (default: 8888)")
+    parser.add_argument("--threads", type=_positive, default=DEFAULT_THREADS,
+                        help=f"request threads of the single worker (default: "
+                             f"{DEFAULT_THREADS}); binds run concurrently")
+    parser.add_argument("--keepalive", type=_positive, default=KEEPALIVE_SECONDS,
+                        help=f"idle keep-alive seconds (default: {KEEPALIVE_SECONDS}, longer "
+                             "than kube-scheduler's 90 s idle timeout)")
+    parser.add_argument("--log-level", choices=LEVELS, default="info",
+                        help="log level (default: info); logs are JSON lines on stderr")
+    parser.add_argument("--access-log", action="store_true",
+                        help="also log every HTTP request")
+    parser.add_argument("--watch-timeout", type=_positive, default=300, metavar="SECONDS",
+                        help="server-side timeout of each watch request before it is renewed "
+                             "(default: 300)")
+    parser.add_argument("--no-debug-endpoints", action="store_true",
+                        help="do not serve /debug/inventory and /debug/explain")
+    parser.set_defaults(run=run_serve)
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be a positive integer")
+    return value
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    from extender.server import logs
+
+    logs.configure(args.log_level)
+    build = prepare(args)
+    if isinstance(build, int):
+        return build
+    from extender.server import runner
+
+    options = ServerOptions(host=args.host, port=args.port, threads=args.threads,
+                            keepalive=args.keepalive, log_level=args.log_level,
+                            access_log=args.access_log)
+    runner.run(gunicorn_settings(options), build, debug_endpoints=not args.no_debug_endpoints)
+    return 0
+
+
+def prepare(args: argparse.Namespace) -> Callable[[], Any] | int:
+    """Validate the invocation; return the worker's service factory or an exit code."""
+    from extender.kube.errors import KubeError
+    from extender.platform import load_platform
+    from extender.server.service import ExtenderService
+    from extender.sync.offline import ClusterFileError, load_cluster_file
+
+    try:
+        platform = load_platform(args.config)
+    except ConfigError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    if args.cluster_file:
+        try:
+            objects = load_cluster_file(args.cluster_file)
+        except ClusterFileError as exc:
+            print(exc, file=sys.stderr)
+            return EXIT_USAGE
+        return lambda: ExtenderService.from_cluster_objects(platform, objects)
+
+    from extender.kube.client import ApiServerClient, load_configuration
+
+    try:
+        configuration = load_configuration(args.kubeconfig)
+    except KubeError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+
+    def build_online() -> ExtenderService:
+        from kubernetes import client
+
+        api = ApiServerClient(client.ApiClient(configuration))
+        return ExtenderService.online(platform, api, watch_timeout_seconds=args.watch_timeout)
+
+    return build_online

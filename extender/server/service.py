@@ -1,0 +1,101 @@
+"""The service's object graph, built once per worker process (after gunicorn forks).
+
+Two ways in: ``online`` (an API server: watches feed the inventory, the binder writes to the
+API) and ``offline`` (a cluster file: ``OfflineCluster`` stands in for the API). Everything
+between the wire and the inventory is the same code in both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from extender.core.workload import WorkloadMix
+from extender.inventory.store import Inventory
+from extender.kube.binder import Binder
+from extender.kube.client import ApiServerClient, PodWriter
+from extender.platform import Platform
+from extender.server.binding import BindCoordinator
+from extender.server.metrics import ExtenderMetrics
+from extender.server.pods import PodRequests
+from extender.server.verbs import SchedulingVerbs
+from extender.sync.apply import InventoryApplier
+from extender.sync.cluster import ClusterSync
+from extender.sync.offline import ClusterObjects, OfflineCluster
+
+
+class ExtenderService:
+    def __init__(self, platform: Platform, api: PodWriter, *,
+                 inventory: Inventory | None = None, applier: InventoryApplier | None = None,
+                 on_new_pod: Callable[[Mapping[str, Any]], None] | None = None) -> None:
+        config = platform.config.service
+        self.platform = platform
+        self.api = api
+        self.inventory = inventory or Inventory(platform.catalog)
+        self.applier = applier or InventoryApplier(platform, self.inventory)
+        self.workload = WorkloadMix()
+        self.metrics = ExtenderMetrics()
+        self.pods = PodRequests(platform, self.workload, on_new_pod=on_new_pod)
+        self.verbs = SchedulingVerbs(platform, self.inventory,
+                                     platform.strategy(workload=self.workload), self.pods,
+                                     self.metrics, reservation_ttl=config.reservation_ttl_seconds,
+                                     check_cpu_memory=config.check_cpu_memory)
+        self.binding = BindCoordinator(self.inventory, Binder(api), self.pods, api,
+                                       self.metrics)
+        self.offline: OfflineCluster | None = None
+        self.sync: ClusterSync | None = None
+        self._offline_objects: ClusterObjects | None = None
+        self._stoppers: list[Callable[[], None]] = []
+        self.metrics.attach_inventory(self.inventory, extra=self._counters)
+
+    # -- construction ------------------------------------------------------------------------
+
+    @classmethod
+    def online(cls, platform: Platform, client: ApiServerClient, *,
+               watch_timeout_seconds: int = 300) -> ExtenderService:
+        service = cls(platform, client)
+        service.sync = ClusterSync(
+            client, service.applier, service.inventory,
+            reconcile_interval_seconds=platform.config.service.reconcile_interval_seconds,
+            watch_timeout_seconds=watch_timeout_seconds,
+            on_restart=service.metrics.watch_restart, on_repairs=service.metrics.repairs)
+        return service
+
+    @classmethod
+    def from_cluster_objects(cls, platform: Platform, objects: ClusterObjects
+                             ) -> ExtenderService:
+        inventory = Inventory(platform.catalog)
+        applier = InventoryApplier(platform, inventory)
+        offline = OfflineCluster(applier, inventory)
+        service = cls(platform, offline, inventory=inventory, applier=applier,
+                      on_new_pod=offline.admit)
+        service.offline = offline
+        service._offline_objects = objects
+        return service
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Online: start the watches (ready after the first lists). Offline: load the file
+        (ready when this returns)."""
+        if self.sync is not None:
+            self.sync.start()
+            self._stoppers.append(self.sync.stop)
+        if self.offline is not None and self._offline_objects is not None:
+            self.offline.load(self._offline_objects)
+            self._offline_objects = None
+
+    def stop(self) -> None:
+        while self._stoppers:
+            self._stoppers.pop()()
+
+    def ready(self) -> bool:
+        return self.inventory.has_synced()
+
+    def find_pod(self, namespace: str, name: str) -> dict[str, Any]:
+        """The pod as the API (or the offline file) has it; raises ``KubeError``."""
+        return self.api.get_pod(namespace, name)
+
+    def _counters(self) -> dict[str, float]:
+        return {"inferred_pods": float(self.applier.inferred_total),
+                "inference_failures": float(self.applier.inference_failures_total)}

@@ -1,0 +1,49 @@
+"""Keeps the inventory equal to the cluster: a node watch, a pod watch, a reconciler.
+
+Pods start after the first node list, so the GPUs of pods bound by another scheduler are
+inferred against known nodes instead of waiting for them. The inventory is marked synced
+(``/readyz``) once both first lists are applied.
+"""
+
+from __future__ import annotations
+
+from extender.inventory.store import Inventory
+from extender.kube.client import ResourceLister
+from extender.sync.apply import InventoryApplier
+from extender.sync.reconcile import Reconciler, RepairHook
+from extender.sync.watch import Backoff, ResourceSink, ResourceWatcher, RestartHook
+
+
+class ClusterSync:
+    def __init__(self, api: ResourceLister, applier: InventoryApplier, inventory: Inventory, *,
+                 reconcile_interval_seconds: float, watch_timeout_seconds: int = 300,
+                 on_restart: RestartHook | None = None, on_repairs: RepairHook | None = None,
+                 backoff_initial: float = 0.5, backoff_max: float = 30.0) -> None:
+        self._inventory = inventory
+        self.reconciler = Reconciler([], reconcile_interval_seconds, on_repairs=on_repairs)
+        self.nodes = ResourceWatcher(
+            "nodes", api, ResourceSink(applier.node_event, applier.replace_nodes),
+            timeout_seconds=watch_timeout_seconds,
+            backoff=Backoff(backoff_initial, backoff_max), on_restart=on_restart,
+            on_relisted=self.reconciler.record, on_synced=self._maybe_synced)
+        self.pods = ResourceWatcher(
+            "pods", api, ResourceSink(applier.pod_event, applier.replace_pods),
+            timeout_seconds=watch_timeout_seconds,
+            backoff=Backoff(backoff_initial, backoff_max), on_restart=on_restart,
+            on_relisted=self.reconciler.record, on_synced=self._maybe_synced,
+            start_after=self.nodes.synced)
+        self.reconciler.watch(self.nodes, self.pods)
+
+    def start(self) -> None:
+        self.nodes.start()
+        self.pods.start()
+        self.reconciler.start()
+
+    def stop(self) -> None:
+        self.reconciler.stop()
+        self.pods.stop()
+        self.nodes.stop()
+
+    def _maybe_synced(self) -> None:
+        if self.nodes.synced.is_set() and self.pods.synced.is_set():
+            self._inventory.mark_synced()

@@ -1,0 +1,130 @@
+"""An in-memory API server implementing the tiny client protocol (``ResourceLister`` +
+``PodWriter``), with the semantics the binder relies on: the UID precondition, 409 for a pod
+that is already bound, and optional latency / failure injection for concurrency tests."""
+
+from __future__ import annotations
+
+import copy
+import random
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from extender.kube.client import ObjectList, ResourceKind, WatchStream
+from extender.kube.errors import Conflict, KubeError, NotFound, Unavailable
+from extender.model import PodKey
+
+
+class _NoWatch:
+    def chunks(self) -> Iterator[bytes]:
+        return iter(())
+
+    def close(self) -> None:
+        pass
+
+
+class FakeApiServer:
+    def __init__(self, nodes: list[dict[str, Any]] = (), pods: list[dict[str, Any]] = (), *,
+                 latency: float = 0.0, seed: int = 0) -> None:
+        self._lock = threading.Lock()
+        self._version = 100
+        self.nodes: dict[str, dict[str, Any]] = {}
+        self.pods: dict[tuple[str, str], dict[str, Any]] = {}
+        for node in nodes:
+            self.add_node(node)
+        for pod in pods:
+            self.add_pod(pod)
+        self.latency = latency
+        self._rng = random.Random(seed)
+        self.fail_bindings: set[str] = set()
+        """Pod names whose Binding fails with 500 (after the annotation patch)."""
+        self.fail_patches: set[str] = set()
+        self.calls: list[tuple[str, str]] = []
+        self.events: list[dict[str, str]] = []
+
+    # -- setup -------------------------------------------------------------------------------
+
+    def _next_version(self) -> str:
+        self._version += 1
+        return str(self._version)
+
+    def add_node(self, node: Mapping[str, Any]) -> None:
+        with self._lock:
+            node = copy.deepcopy(dict(node))
+            node.setdefault("metadata", {})["resourceVersion"] = self._next_version()
+            self.nodes[node["metadata"]["name"]] = node
+
+    def add_pod(self, pod: Mapping[str, Any]) -> None:
+        with self._lock:
+            pod = copy.deepcopy(dict(pod))
+            meta = pod.setdefault("metadata", {})
+            meta.setdefault("namespace", "default")
+            meta.setdefault("uid", f"uid-{meta['namespace']}-{meta['name']}")
+            meta["resourceVersion"] = self._next_version()
+            self.pods[(meta["namespace"], meta["name"])] = pod
+
+    # -- ResourceLister ----------------------------------------------------------------------
+
+    def list_objects(self, kind: ResourceKind) -> ObjectList:
+        with self._lock:
+            store = self.nodes if kind == "nodes" else self.pods
+            items = [copy.deepcopy(o) for o in store.values()]
+            return ObjectList(items, str(self._version))
+
+    def watch_objects(self, kind: ResourceKind, resource_version: str,
+                      timeout_seconds: int) -> WatchStream:
+        return _NoWatch()
+
+    # -- PodWriter ---------------------------------------------------------------------------
+
+    def _pause(self) -> None:
+        if self.latency:
+            time.sleep(self._rng.uniform(0, self.latency))
+
+    def _pod(self, namespace: str, name: str, uid: str = "") -> dict[str, Any]:
+        pod = self.pods.get((namespace, name))
+        if pod is None:
+            raise NotFound(f"pods {name!r} not found", status=404)
+        if uid and pod["metadata"]["uid"] != uid:
+            raise Conflict("Precondition failed: UID in precondition", status=409)
+        return pod
+
+    def get_pod(self, namespace: str, name: str) -> dict[str, Any]:
+        self._pause()
+        with self._lock:
+            self.calls.append(("get", name))
+            return copy.deepcopy(self._pod(namespace, name))
+
+    def patch_pod_annotations(self, namespace: str, name: str, uid: str,
+                              annotations: Mapping[str, str]) -> None:
+        self._pause()
+        with self._lock:
+            self.calls.append(("patch", name))
+            if name in self.fail_patches:
+                raise Unavailable("injected patch failure", status=500)
+            pod = self._pod(namespace, name, uid)
+            pod["metadata"].setdefault("annotations", {}).update(annotations)
+            pod["metadata"]["resourceVersion"] = self._next_version()
+
+    def create_binding(self, namespace: str, name: str, uid: str, node: str) -> None:
+        self._pause()
+        with self._lock:
+            self.calls.append(("bind", name))
+            if name in self.fail_bindings:
+                raise KubeError("injected binding failure", status=500)
+            pod = self._pod(namespace, name, uid)
+            current = pod["spec"].get("nodeName")
+            if current:
+                raise Conflict(f'pod {name} is already assigned to node "{current}"',
+                               status=409)
+            if node not in self.nodes:
+                raise NotFound(f'nodes "{node}" not found', status=404)
+            pod["spec"]["nodeName"] = node
+            pod["metadata"]["resourceVersion"] = self._next_version()
+
+    def record_event(self, pod: PodKey, *, reason: str, message: str,
+                     event_type: str = "Normal") -> None:
+        with self._lock:
+            self.events.append({"pod": str(pod), "reason": reason, "message": message,
+                                "type": event_type})
