@@ -26,6 +26,12 @@ The naive cost is O(shapes x GPUs) per node. Two observations make it a gather:
 model (MIG-partitioned, time-sliced, unhealthy, padding) contribute nothing. Units: thousandths
 of a GPU (FGD's milli).
 
+3. Scoring a pod changes one or a few GPUs per node, so F after is F's cached parts plus the
+   change: per node the snapshot's row cache keeps F now, ``sum_i x_i A[t_i, l, x_i]`` at every
+   CPU level ``l`` and each group's ``cnt``/``S`` (``row_terms``), refreshed only for rows whose
+   ``node_version`` changed; ``frag_after_changes`` then costs O(candidate GPUs), not
+   O(cluster GPUs x shapes).
+
 Array dimension names as in ``extender.inventory.snapshot``; ``n_types`` counts the unknown type.
 """
 
@@ -33,11 +39,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from extender.catalog import Catalog
+from extender.core.fit import row_count
 from extender.core.workload import Shape
 from extender.inventory.snapshot import ClusterSnapshot
 
@@ -111,54 +119,164 @@ class FragModel:
         return _MultiGroup(need=np.array(need, dtype=np.int64), weight=weight)
 
     # -- evaluation ---------------------------------------------------------------------------
+    #
+    # Row sums go through a matrix-vector product and gathers through flat ``take``: numpy's
+    # reductions over a short last axis and 3-index fancy indexing cost several times more.
+
+    @property
+    def n_levels(self) -> int:
+        return int(self.table.shape[1])
 
     def levels(self, cpu_free: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         """(n,) CPU level of each node: how many shape CPU requests it can cover."""
         return np.searchsorted(self.cpu_levels, cpu_free, side="right").astype(np.int64)
 
+    def _base(self, state: GpuState, level: npt.NDArray[np.int64]) -> npt.NDArray[np.intp]:
+        """(n, n_gpus) offset of ``A[t, l, 0]`` in the flat table for each GPU."""
+        rows = state.type_col.astype(np.intp) * self.n_levels + level.astype(np.intp)[:, None]
+        out: npt.NDArray[np.intp] = rows * (MILLI + 1)
+        return out
+
+    def _contribution(self, base: npt.NDArray[np.intp], x: npt.NDArray[np.integer[Any]]
+                      ) -> npt.NDArray[np.float64]:
+        """x * A[t, l, x] per GPU (0 where x is 0, which covers GPUs outside the model)."""
+        return x * self.table.reshape(-1).take(base + x)
+
     def node_frag(self, state: GpuState, level: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
         """(n,) F per node for free thousandths ``state.x`` at CPU ``level``."""
-        per_gpu = state.x * self.table[state.type_col, level[:, None], state.x]
-        frag = np.where(state.in_model, per_gpu, 0.0).sum(axis=1)
+        frag = row_sum(self._contribution(self._base(state, level), state.x))
         for group in self.groups:
             frag += self._group_term(group, state.x, state, level)
         return frag
 
-    def _group_term(self, group: _MultiGroup, x: npt.NDArray[np.int64], state: GpuState,
+    def _group_term(self, group: _MultiGroup, x: npt.NDArray[np.integer[Any]], state: GpuState,
                     level: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
-        qualifies = state.in_model & (x >= group.need[state.type_col])
-        count = qualifies.sum(axis=1)
-        capacity = np.where(qualifies, x, 0).sum(axis=1)
-        count = np.minimum(count, group.weight.shape[1] - 1)
+        qualifies = state.in_model & (x >= group.need.take(state.type_col))
+        count = np.minimum(row_count(qualifies), group.weight.shape[1] - 1)
+        capacity = row_sum(np.where(qualifies, x, 0).astype(np.float64))
         return capacity * group.weight[level, count]
+
+    def row_terms(self, snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64]
+                  ) -> tuple[npt.NDArray[Any], ...]:
+        """Per node, what F is made of, for every CPU level: a ``RowCache`` function.
+
+        Returns ``(level (n,), F (n,), sums (n, n_levels), counts (n, n_groups), held (n,
+        n_groups))``: the node's CPU level and F now; the sum of x * A over its GPUs at each
+        level; per multi-GPU group the GPUs that qualify and their free thousandths."""
+        state = _gpu_state_rows(snapshot, rows)
+        level = self.levels(snapshot.cpu_free[rows])
+        n = len(rows)
+        sums = np.empty((n, self.n_levels))
+        table = self.table.reshape(-1)
+        for lv in range(self.n_levels):
+            base = (state.type_col.astype(np.intp) * self.n_levels + lv) * (MILLI + 1)
+            sums[:, lv] = row_sum(state.x * table.take(base + state.x))
+        counts = np.empty((n, len(self.groups)), dtype=np.int64)
+        held = np.empty((n, len(self.groups)))
+        for g, group in enumerate(self.groups):
+            qualifies = state.in_model & (state.x >= group.need.take(state.type_col))
+            counts[:, g] = row_count(qualifies)
+            held[:, g] = row_sum(np.where(qualifies, state.x, 0))
+        frag = sums[np.arange(n), level] + self._group_sum(counts, held, level)
+        return level, frag, sums, counts, held
+
+    def _group_sum(self, counts: npt.NDArray[np.int64], held: npt.NDArray[np.float64],
+                   level: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+        total = np.zeros(len(level))
+        for g, group in enumerate(self.groups):
+            slots = group.weight.shape[1]
+            count = np.minimum(counts[:, g], slots - 1)
+            total += held[:, g] * group.weight.reshape(-1).take(level * slots + count)
+        return total
+
+    def node_frag_cached(self, snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64]
+                         ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+        """(CPU level, F) of snapshot ``rows`` through the snapshot's row cache (only rows
+        changed since the last call are recomputed)."""
+        level, frag, _, _, _ = snapshot.cache.derive(("frag-rows", self), snapshot,
+                                                     self.row_terms, rows)
+        return level, frag
+
+    def frag_after_changes(self, snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64],
+                           level_after: npt.NDArray[np.int64], owner: npt.NDArray[np.intp],
+                           slot: npt.NDArray[np.intp], x_after: npt.NDArray[np.int64], *,
+                           sets: int | None = None) -> npt.NDArray[np.float64]:
+        """F after sets of changes, from the cached per-node terms: O(changes), no per-GPU
+        work on the rest of the cluster.
+
+        Change ``k`` sets GPU ``slot[k]`` of node ``rows[owner[k]]`` to ``x_after[k]`` free
+        thousandths (GPUs outside the model are left out by the caller or ignored here).
+        ``sets=None``: every change is its own set (one-GPU shares tried GPU by GPU) and the
+        result is ``(m,)``; else the changes of set ``i`` are those with ``owner == i`` (the
+        GPUs a whole-GPU pod takes on node ``rows[i]``) and the result is ``(sets,)``, at
+        ``level_after`` of each node."""
+        row_k = rows.take(owner)
+        flat = row_k * snapshot.n_gpus + slot
+        x_k, type_k, in_k = snapshot.cache.use(
+            ("gpu-state",), snapshot, _gpu_state_arrays,
+            lambda arrays: tuple(a.reshape(-1).take(flat) for a in arrays))
+        node_rows = row_k if sets is None else rows
+        node_level = level_after.take(owner) if sets is None else level_after
+        levels = self.n_levels
+        n_groups = len(self.groups)
+        sums, counts_at, held_at = snapshot.cache.use(
+            ("frag-rows", self), snapshot, self.row_terms, lambda arrays: (
+                arrays[2].reshape(-1).take(node_rows * levels + node_level),
+                [arrays[3].reshape(-1).take(node_rows * n_groups + g) for g in range(n_groups)],
+                [arrays[4].reshape(-1).take(node_rows * n_groups + g) for g in range(n_groups)]))
+        x_after = np.where(in_k, x_after, 0)
+        level_k = level_after.take(owner)
+        base = (type_k.astype(np.intp) * levels + level_k) * (MILLI + 1)
+        table = self.table.reshape(-1)
+        change = x_after * table.take(base + x_after) - x_k * table.take(base + x_k)
+        if sets is None:
+            frag = sums + change
+        else:
+            frag = sums + np.bincount(owner, weights=change, minlength=sets)
+        for g, group in enumerate(self.groups):
+            need_k = group.need.take(type_k)
+            before_q = in_k & (x_k >= need_k)
+            after_q = in_k & (x_after >= need_k)
+            d_count = after_q.astype(np.int64) - before_q
+            d_held = np.where(after_q, x_after, 0) - np.where(before_q, x_k, 0)
+            if sets is not None:
+                d_count = np.bincount(owner, weights=d_count, minlength=sets).astype(np.int64)
+                d_held = np.bincount(owner, weights=d_held, minlength=sets)
+            count = counts_at[g] + d_count
+            held = held_at[g] + d_held
+            slots = group.weight.shape[1]
+            count = np.minimum(count, slots - 1)
+            frag += held * group.weight.reshape(-1).take(node_level * slots + count)
+        return frag
 
     def frag_after_share(self, state: GpuState, level_after: npt.NDArray[np.int64],
                          x_after: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
         """(n, n_gpus) F of each node if GPU j alone changed to ``x_after[:, j]`` free
-        thousandths, for every j (entries where the pod does not fit are meaningless)."""
-        lv = level_after[:, None]
+        thousandths, for every j (entries where the pod does not fit are meaningless).
+        ``x_after`` must be 0 on GPUs outside the model."""
         x = state.x
-        contribution = np.where(state.in_model, x * self.table[state.type_col, lv, x], 0.0)
-        base = contribution.sum(axis=1)[:, None]
-        changed = np.where(state.in_model, x_after * self.table[state.type_col, lv, x_after],
-                           0.0)
-        frag = base - contribution + changed
+        base = self._base(state, level_after)
+        contribution = self._contribution(base, x)
+        changed = self._contribution(base, x_after)
+        frag = row_sum(contribution)[:, None] - contribution + changed
+        lv = level_after.astype(np.intp)[:, None]
         for group in self.groups:
-            need = group.need[state.type_col]
+            need = group.need.take(state.type_col)
             before_q = state.in_model & (x >= need)
             after_q = state.in_model & (x_after >= need)
-            count = before_q.sum(axis=1)[:, None] - before_q + after_q
-            capacity = np.where(before_q, x, 0).sum(axis=1)[:, None] - np.where(
-                before_q, x, 0) + np.where(after_q, x_after, 0)
-            count = np.minimum(count, group.weight.shape[1] - 1)
-            frag += capacity * group.weight[lv, count]
+            count = row_count(before_q)[:, None] - before_q + after_q
+            held = np.where(before_q, x, 0).astype(np.float64)
+            capacity = row_sum(held)[:, None] - held + np.where(after_q, x_after, 0)
+            width = group.weight.shape[1]
+            count = np.minimum(count, width - 1)
+            frag += capacity * group.weight.reshape(-1).take(lv * width + count)
         return frag
 
     def frag_after_whole(self, state: GpuState, level_after: npt.NDArray[np.int64],
                          taken: npt.NDArray[np.bool_]) -> npt.NDArray[np.float64]:
         """(n,) F after the GPUs marked in ``taken`` (n, n_gpus) are fully taken."""
-        after = GpuState(x=np.where(taken, 0, state.x), type_col=state.type_col,
-                         in_model=state.in_model)
+        after = GpuState(x=np.where(taken, 0, state.x).astype(state.x.dtype),
+                         type_col=state.type_col, in_model=state.in_model)
         return self.node_frag(after, level_after)
 
 
@@ -166,24 +284,50 @@ class FragModel:
 class GpuState:
     """The model's view of the candidate rows: (n, n_gpus) arrays."""
 
-    x: npt.NDArray[np.int64]
-    """Free thousandths of each GPU, 0..1000."""
-    type_col: npt.NDArray[np.int64]
+    x: npt.NDArray[np.int16]
+    """Free thousandths of each GPU, 0..1000 (0 outside the model)."""
+    type_col: npt.NDArray[np.int16]
     """Catalog index (unknown index on padding)."""
     in_model: npt.NDArray[np.bool_]
     """GPU takes part: present, healthy, not MIG-partitioned, not time-sliced."""
 
 
-def gpu_state(snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64]) -> GpuState:
+def _gpu_state_rows(snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64]
+                    ) -> GpuState:
     gpu_type = snapshot.gpu_type[rows]
     present = gpu_type >= 0
-    total = np.maximum(snapshot.total_mib[rows].astype(np.int64), 1)
-    free = np.clip(snapshot.free_mib[rows].astype(np.int64), 0, None)
-    x = np.minimum(free * MILLI // total, MILLI)
+    total = np.maximum(snapshot.total_mib[rows], 1)
+    free = np.maximum(snapshot.free_mib[rows], 0)
+    # floor(free * 1000 / total) in float64 is exact here (operands < 2**53)
+    x = np.minimum(np.floor(free * float(MILLI) / total), MILLI)
     in_model = present & snapshot.healthy[rows] & (snapshot.mig_layout[rows] < 0) & \
         (snapshot.replicas[rows] == 0)
-    type_col = np.where(present, gpu_type, snapshot.catalog.unknown_index).astype(np.int64)
-    return GpuState(x=np.where(in_model, x, 0), type_col=type_col, in_model=in_model)
+    type_col = np.where(present, gpu_type, snapshot.catalog.unknown_index).astype(np.int16)
+    return GpuState(x=np.where(in_model, x, 0).astype(np.int16), type_col=type_col,
+                    in_model=in_model)
+
+
+def _gpu_state_arrays(snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64]
+                      ) -> tuple[npt.NDArray[Any], ...]:
+    state = _gpu_state_rows(snapshot, rows)
+    return state.x, state.type_col, state.in_model
+
+
+def gpu_state(snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64]) -> GpuState:
+    """The model's view of snapshot ``rows``, through the snapshot's row cache."""
+    x, type_col, in_model = snapshot.cache.derive(("gpu-state",), snapshot,
+                                                  _gpu_state_arrays, rows)
+    return GpuState(x=x, type_col=type_col, in_model=in_model)
+
+
+def row_sum(values: npt.NDArray[np.floating[Any]] | npt.NDArray[np.integer[Any]]
+            ) -> npt.NDArray[np.float64]:
+    """(n,) float sum over the GPU axis (a matrix-vector product: fast for short rows)."""
+    if values.ndim != 2 or values.shape[0] == 0:
+        return np.asarray(values, dtype=np.float64).sum(axis=-1)
+    floats = np.ascontiguousarray(values, dtype=np.float64)
+    out: npt.NDArray[np.float64] = floats @ np.ones(values.shape[1])
+    return out
 
 
 def sigmoid(value: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:

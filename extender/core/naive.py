@@ -31,7 +31,7 @@ MAX_CPU_MILLI = 128_000.0
 MAX_GPU_MILLI = 8_000.0
 
 
-class NaiveNoFit(Exception):
+class NaiveNoFitError(Exception):
     """The request does not fit on the node."""
 
 
@@ -94,8 +94,8 @@ def node_view(snapshot: ClusterSnapshot, row: int) -> Node:
         index = int(snapshot.gpu_index[row, slot])
         layout = int(snapshot.mig_layout[row, slot])
         mig = "none" if layout < 0 else ("dynamic" if layout == 0 else "static")
-        slots = int(catalog.types[type_index].mig.slots) \
-            if type_index < len(catalog) and catalog.types[type_index].mig else 0
+        geometry = catalog.types[type_index].mig if type_index < len(catalog) else None
+        slots = geometry.slots if geometry is not None else 0
         used_mask = int(snapshot.mig_used[row, slot])
         used = frozenset(s for s in range(slots) if used_mask >> s & 1)
         device = devices.get(index)
@@ -394,40 +394,66 @@ class NaiveReference:
             return gpu.total * req.milli // 1000
         return req.vram_mib
 
+    def frag_after(self, snapshot: ClusterSnapshot, req: GpuRequest, row: int,
+                   shapes: Mapping[Shape, float], *, cpu_milli: int = 0,
+                   slots: Sequence[int] = ()) -> float:
+        """F (thousandths) of the node once the pod holds its CPU and: a one-GPU share on
+        ``slots[0]`` (shares), or ``slots`` taken whole (other kinds; GPUs outside the model
+        do not change F)."""
+        node = node_view(snapshot, row)
+        xs = []
+        for g in node.gpus:
+            if not self.in_model(g):
+                continue
+            x = self.free_milli(g)
+            if g.slot in slots:
+                if req.kind in (RequestKind.FRACTION, RequestKind.VRAM):
+                    left = max(g.free, 0) - self._share_held(req, g)
+                    x = min(max(left, 0) * MILLI // max(g.total, 1), MILLI)
+                else:
+                    x = 0
+            xs.append((g.type_index, x))
+        return self.frag_of(xs, node.cpu_free - cpu_milli, shapes)
+
     def fgd(self, snapshot: ClusterSnapshot, req: GpuRequest, row: int, units: Sequence[int],
             shapes: Mapping[Shape, float], *, cpu_milli: int = 0,
             integer: bool = True) -> NodeScore:
-        """FGD on one fitting node: the GPU minimising F_after (shares), else the lowest
-        ``count`` GPUs with a unit; score = 100 * sigmoid((F_before - F_after) / 1000)."""
-        node = node_view(snapshot, row)
-        model = [g for g in node.gpus if self.in_model(g)]
-        before = self.frag_of([(g.type_index, self.free_milli(g)) for g in model],
-                              node.cpu_free, shapes)
-        cpu_after = node.cpu_free - cpu_milli
+        """FGD on one fitting node; score = 100 * sigmoid((F_before - F_after) / 1000),
+        truncated to an integer when ``integer``.
+
+        Shares try every GPU with a unit: with ``integer`` the lowest slot with the best
+        truncated score (the simulator's loop), else the GPU with the least F_after. Other
+        kinds take the lowest ``count`` GPUs with a unit."""
+        before = self.node_frag(snapshot, row, shapes)
+        with_unit = [s for s in range(len(units)) if units[s] > 0]
         choice = -1
         near: tuple[int, ...] = ()
         if req.kind in (RequestKind.FRACTION, RequestKind.VRAM):
-            afters: list[tuple[float, int]] = []
-            for gpu in node.gpus:
-                if units[gpu.slot] <= 0:
-                    continue
-                xs = []
-                for g in model:
-                    x = self.free_milli(g)
-                    if g.slot == gpu.slot:
-                        left = max(g.free, 0) - self._share_held(req, g)
-                        x = min(max(left, 0) * MILLI // max(g.total, 1), MILLI)
-                    xs.append((g.type_index, x))
-                afters.append((self.frag_of(xs, cpu_after, shapes), gpu.slot))
-            after, choice = min(afters)
-            near = tuple(s for f, s in afters if f - after <= 1e-6 * max(1.0, abs(after)))
+            afters = [(self.frag_after(snapshot, req, row, shapes, cpu_milli=cpu_milli,
+                                       slots=[s]), s) for s in with_unit]
+            if integer:
+                # the simulator's loop: GPUs in index order, strict ">" on the truncated score
+                # (the lowest slot with the best integer score wins)
+                raw = [(MAX_SCORE / (1.0 + math.exp((f - before) / MILLI)), f, s)
+                       for f, s in afters]
+                best_int = max(math.floor(r) for r, _, _ in raw)
+                first = next(i for i, (r, _, _) in enumerate(raw)
+                             if math.floor(r) >= best_int)
+                after, choice = raw[first][1], raw[first][2]
+                # slots float noise could make the pick: those at the boundary up to the
+                # first one that is surely the best
+                eps = 1e-6
+                surely = next((i for i, (r, _, _) in enumerate(raw)
+                               if math.floor(r - eps) >= best_int), len(raw) - 1)
+                near = tuple(s for i, (r, _, s) in enumerate(raw)
+                             if i <= surely and math.floor(r + eps) >= best_int)
+            else:
+                after, choice = min(afters)
+                near = tuple(s for f, s in afters
+                             if f - after <= 1e-6 * max(1.0, abs(after)))
         else:
-            taken: set[int] = set()
-            for gpu in node.gpus:
-                if len(taken) < req.count and units[gpu.slot] > 0:
-                    taken.add(gpu.slot)
-            xs = [(g.type_index, 0 if g.slot in taken else self.free_milli(g)) for g in model]
-            after = self.frag_of(xs, cpu_after, shapes)
+            after = self.frag_after(snapshot, req, row, shapes, cpu_milli=cpu_milli,
+                                    slots=with_unit[: req.count])
         delta = (after - before) / MILLI
         score = MAX_SCORE / (1.0 + math.exp(delta))  # 100 * sigmoid(-delta)
         if integer:
@@ -518,7 +544,7 @@ class NaiveReference:
         """The GPU(s) on the node, by the rules of ``extender.core.assign``."""
         result = self.fit_node(snapshot, req, row, namespace=namespace)
         if not result.fits:
-            raise NaiveNoFit(f"reason {Reason(result.code).name}")
+            raise NaiveNoFitError(f"reason {Reason(result.code).name}")
         node = node_view(snapshot, row)
         candidates = [g for g in node.gpus if result.units[g.slot] > 0]
         kind = req.kind
@@ -578,7 +604,7 @@ class NaiveReference:
                                        mig_start=start, mig_slices=slices, uuid=gpu.uuid))
                 break
             else:
-                raise NaiveNoFit("MIG placements ran out")
+                raise NaiveNoFitError("MIG placements ran out")
         return grants
 
     def best_mig_start(self, type_index: int, used: frozenset[int], starts: Sequence[int],

@@ -13,8 +13,11 @@ validation of its own.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -28,6 +31,75 @@ NOT_MIG = -1
 """``mig_layout`` of a GPU that is not partitioned."""
 DYNAMIC_MIG = 0
 """``mig_layout`` of a GPU whose instances the extender places (any legal start)."""
+
+
+Derived = tuple[npt.NDArray[Any], ...]
+RowFunction = Callable[["ClusterSnapshot", npt.NDArray[np.int64]], Derived]
+T = TypeVar("T")
+
+
+class RowCache:
+    """Arrays derived row by row from snapshots of one inventory, kept across snapshots.
+
+    A kernel that needs, say, every GPU's free thousandths asks ``derive(key, snapshot,
+    compute, rows)``; the cache recomputes only the rows whose ``node_version`` differs from
+    the version it last computed them at (a reservation changes one row, so a new snapshot
+    costs one row, not the cluster), then returns the arrays gathered at ``rows`` (copies:
+    the cache refreshes rows in place).
+    ``compute(snapshot, rows)`` must depend on nothing but those rows of that snapshot (and
+    whatever ``key`` identifies). Thread-safe; holds a few keys (least recently used go).
+    """
+
+    def __init__(self, max_keys: int = 8) -> None:
+        self._lock = threading.Lock()
+        self._max_keys = max_keys
+        self._entries: OrderedDict[Hashable, _Entry] = OrderedDict()
+
+    def derive(self, key: Hashable, snapshot: ClusterSnapshot, compute: RowFunction,
+               rows: npt.NDArray[np.int64]) -> Derived:
+        """``compute(snapshot, rows)``, from cache where rows did not change (new arrays)."""
+        return self.use(key, snapshot, compute, lambda arrays: tuple(a[rows] for a in arrays))
+
+    def use(self, key: Hashable, snapshot: ClusterSnapshot, compute: RowFunction,
+            pick: Callable[[Derived], T]) -> T:
+        """``pick(arrays)`` on the cached arrays of every row, brought up to date with
+        ``snapshot``. Runs under the cache's lock; ``pick`` must copy what it keeps (fancy
+        indexing does), because rows are refreshed in place later."""
+        n = snapshot.n_nodes
+        version = snapshot.node_version
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None and entry.width == snapshot.n_gpus and \
+                    entry.version.shape[0] < n:
+                # nodes were added: compute the new rows, keep the others
+                added = np.arange(entry.version.shape[0], n, dtype=np.int64)
+                arrays = tuple(np.concatenate([a, f]) for a, f in zip(
+                    entry.arrays, compute(snapshot, added), strict=True))
+                entry = _Entry(np.concatenate([entry.version, version[added]]), entry.width,
+                               arrays)
+            if entry is None or entry.version.shape[0] != n or entry.width != snapshot.n_gpus:
+                arrays = tuple(np.array(a) for a in compute(
+                    snapshot, np.arange(n, dtype=np.int64)))
+                entry = _Entry(version.copy(), snapshot.n_gpus, arrays)
+            else:
+                stale = np.flatnonzero(entry.version != version)
+                if len(stale):
+                    fresh = compute(snapshot, stale)
+                    for array, values in zip(entry.arrays, fresh, strict=True):
+                        array[stale] = values
+                    entry.version[stale] = version[stale]
+            self._entries[key] = entry
+            self._entries.move_to_end(key)
+            while len(self._entries) > self._max_keys:
+                self._entries.popitem(last=False)
+            return pick(entry.arrays)
+
+
+@dataclass
+class _Entry:
+    version: npt.NDArray[np.int64]
+    width: int
+    arrays: Derived
 
 
 @dataclass(frozen=True, eq=False)
@@ -67,6 +139,8 @@ class ClusterSnapshot:
     """(n_nodes, n_gpus) int16 number of pods holding part of the GPU."""
     layouts: npt.NDArray[np.uint8]
     """(n_layouts, n_profiles) uint8: legal start mask per profile of each static layout."""
+    cache: RowCache = field(default_factory=RowCache, repr=False)
+    """Derived per-row arrays, shared by every snapshot of the same inventory."""
 
     @property
     def n_nodes(self) -> int:

@@ -29,7 +29,13 @@ import numpy as np
 from extender.catalog import Catalog
 from extender.errors import CapacityError, UnknownNodeError
 from extender.inventory.layout import MAX_SLOTS, phantom_slots, span_mask
-from extender.inventory.snapshot import DYNAMIC_MIG, NO_GPU, NOT_MIG, ClusterSnapshot
+from extender.inventory.snapshot import (
+    DYNAMIC_MIG,
+    NO_GPU,
+    NOT_MIG,
+    ClusterSnapshot,
+    RowCache,
+)
 from extender.model import Assignment, GpuDevice, GpuGrant, NodeInfo, PodKey, RequestKind
 
 _NODE_ARRAYS = {"node_valid": bool, "node_version": np.int64, "cpu_free": np.int64,
@@ -38,6 +44,9 @@ _GPU_ARRAYS = {"gpu_type": np.int16, "gpu_index": np.int16, "total_mib": np.int3
                "free_mib": np.int32, "replicas": np.int16, "replicas_free": np.int16,
                "mig_layout": np.int16, "mig_used": np.uint8, "healthy": bool,
                "pods": np.int16}
+_HOLDING_ARRAYS = ("cpu_free", "memory_free", "free_mib", "pods", "replicas_free", "mig_used",
+                   "node_version")
+"""What adding or removing a pod's holding writes."""
 _GPU_FILL = {"gpu_type": NO_GPU, "gpu_index": -1, "mig_layout": NOT_MIG, "mig_used": 0xFF}
 
 
@@ -78,6 +87,8 @@ class Inventory:
         self._width = gpu_slots
         self._rows_used = 0
         self._arrays: dict[str, np.ndarray[Any, Any]] = {}
+        self._shared: set[str] = set()
+        """Arrays (and ``"maps"``: names, index, nodes) the latest snapshot shares."""
         self._allocate(64, gpu_slots)
         self._names: list[str] = []
         self._index: dict[str, int] = {}
@@ -89,8 +100,8 @@ class Inventory:
         self._layouts: list[tuple[tuple[str, int], ...]] = [()]  # row 0: dynamic
         self._layout_index: dict[tuple[int, tuple[tuple[str, int], ...]], int] = {}
         self._layout_table = np.zeros((1, len(catalog.mig.names)), dtype=np.uint8)
-        self._shared = False
         self._snapshot: ClusterSnapshot | None = None
+        self._row_cache = RowCache()
         self._synced = threading.Event()
         self.conflicts_total = 0
 
@@ -111,18 +122,25 @@ class Inventory:
                 array[: old.shape[0], : old.shape[1]] = old
             new[name] = array
         self._arrays = new
+        self._shared -= set(new)  # fresh arrays: no snapshot holds them
         self._capacity = capacity
         self._width = width
 
-    def _writable(self) -> dict[str, np.ndarray[Any, Any]]:
-        """Arrays (and name maps) safe to write: copies them first if a snapshot shares them.
-        Every mutation calls this before touching state."""
+    def _writable(self, *names: str) -> dict[str, np.ndarray[Any, Any]]:
+        """Arrays safe to write: copies first those of ``names`` (all, and the name maps, if
+        none given) that a snapshot shares (copy-on-write). Every mutation calls this before
+        touching state; a pod's holding changes only the holding arrays, so a reservation
+        copies those and leaves the node description arrays shared."""
         if self._shared:
-            self._arrays = {name: array.copy() for name, array in self._arrays.items()}
-            self._names = list(self._names)
-            self._index = dict(self._index)
-            self._nodes = dict(self._nodes)
-            self._shared = False
+            wanted = set(names) if names else set(self._arrays) | {"maps"}
+            for name in wanted & self._shared:
+                if name == "maps":
+                    self._names = list(self._names)
+                    self._index = dict(self._index)
+                    self._nodes = dict(self._nodes)
+                else:
+                    self._arrays[name] = self._arrays[name].copy()
+            self._shared -= wanted
         return self._arrays
 
     def _touch(self, row: int | None = None) -> None:
@@ -338,7 +356,7 @@ class Inventory:
                  report: ApplyReport) -> None:
         """Swap a pod's holding atomically: on a strict failure nothing changes."""
         old = self._holdings.get(uid)
-        arrays = self._writable()
+        arrays = self._writable(*_HOLDING_ARRAYS)
         if strict and new is not None:
             self._check(new, old)
         touched: set[int] = set()
@@ -496,16 +514,23 @@ class Inventory:
                 view = array[:n]
                 view.flags.writeable = False
                 views[name] = view
-            layouts = self._layout_table.copy()
-            layouts.flags.writeable = False
-            self._shared = True
+            previous = self._snapshot
+            if previous is not None and "maps" in self._shared:
+                # no node came or went since: the names and layouts are the same
+                names, layouts = previous.node_names, previous.layouts
+            else:
+                names = tuple(self._names[:n])
+                layouts = self._layout_table.copy()
+                layouts.flags.writeable = False
+            self._shared = set(self._arrays) | {"maps"}
             self._snapshot = ClusterSnapshot(
                 generation=self._generation,
                 catalog=self.catalog,
-                node_names=tuple(self._names[:n]),
+                node_names=names,
                 node_index=self._index,
                 nodes=self._nodes,
                 layouts=layouts,
+                cache=self._row_cache,
                 **views,
             )
             return self._snapshot

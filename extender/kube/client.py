@@ -73,6 +73,10 @@ class PodWriter(Protocol):
                      event_type: str = "Normal") -> None: ...
 
 
+class KubeApi(ResourceLister, PodWriter, Protocol):
+    """Everything the online service needs from an API server."""
+
+
 def binding_body(namespace: str, name: str, uid: str, node: str) -> dict[str, Any]:
     """The Binding kube-scheduler itself would send; the UID is a precondition that guards
     against a pod deleted and recreated under the same name."""
@@ -150,10 +154,16 @@ class ApiServerClient:
         self._timeout = request_timeout
 
     @classmethod
-    def from_environment(cls, kubeconfig: str | None = None) -> ApiServerClient:
+    def from_configuration(cls, configuration: Any, *,
+                           request_timeout: float = 30.0) -> ApiServerClient:
+        """A client for a loaded ``kubernetes.client.Configuration``."""
         from kubernetes import client
 
-        return cls(client.ApiClient(load_configuration(kubeconfig)))
+        return cls(client.ApiClient(configuration), request_timeout=request_timeout)
+
+    @classmethod
+    def from_environment(cls, kubeconfig: str | None = None) -> ApiServerClient:
+        return cls.from_configuration(load_configuration(kubeconfig))
 
     # -- ResourceLister --------------------------------------------------------------------
 

@@ -18,9 +18,11 @@ from flask import Flask, Response, request
 from prometheus_client import CONTENT_TYPE_LATEST
 from werkzeug.exceptions import HTTPException
 
+from extender.server.answers import Answer
 from extender.server.debug import register_debug_routes
 from extender.server.pods import pod_key
 from extender.server.service import ExtenderService
+from extender.server.verbs import NO_PRIORITIES
 from extender.server.wire import (
     ExtenderBindingResult,
     WireError,
@@ -49,7 +51,7 @@ def create_app(service: ExtenderService, *, debug_endpoints: bool = True) -> Fla
         filter_error), methods=["POST"])
     app.add_url_rule("/prioritize", "prioritize", _verb_view(
         service, "prioritize", decode_extender_args, verbs.prioritize,
-        lambda args, message: []), methods=["POST"])
+        lambda args, message: NO_PRIORITIES), methods=["POST"])
     app.add_url_rule("/bind", "bind", _verb_view(
         service, "bind", decode_binding_args, service.binding.bind,
         lambda args, message: ExtenderBindingResult(Error=message)), methods=["POST"])
@@ -105,7 +107,7 @@ def _verb_view(service: ExtenderService, verb: str, decode: Callable[[bytes], Ar
             _log.exception("verb failed", extra={"fields": {"verb": verb,
                                                             "pod": _describe(args)}})
             result = failure(args, f"internal error in {verb}: {type(exc).__name__}: {exc}")
-        body = encode(result)
+        body = result.body if isinstance(result, Answer) else encode(result)
         duration = time.perf_counter() - started
         observe(duration)
         if _log.isEnabledFor(logging.DEBUG):

@@ -58,13 +58,16 @@ class BindCoordinator:
         key = PodKey(args["PodNamespace"], args["PodName"], args["PodUID"])
         node = args["Node"]
         try:
+            # Looked up before taking the lock: an API round trip (after a restart the pod
+            # is not cached) must not hold up the other binds.
+            pod = self._pod(key)
             with self._lock:
-                decision = self._decide(key, node)
+                decision = self._decide(key, node, pod)
         except BindRefusedError as exc:
             self._metrics.decision("bind", exc.outcome)
             if exc.outcome == "conflict":
                 self._metrics.bind_conflict()
-            self._binder.warn(key, "GpuBindRefusedError", str(exc))
+            self._binder.warn(key, "GpuBindRefused", str(exc))
             return ExtenderBindingResult(Error=str(exc))
         except KubeError as exc:  # looking the pod up failed
             self._metrics.decision("bind", "api_error")
@@ -86,13 +89,13 @@ class BindCoordinator:
         self._metrics.decision("bind", "already_bound" if decision.already_bound else "bound")
         return ExtenderBindingResult(Error="")
 
-    def _decide(self, key: PodKey, node: str) -> _Decision:
+    def _decide(self, key: PodKey, node: str, pod: DecodedPod) -> _Decision:
         holding = self._inventory.holding(key.uid)
         if holding is not None and holding.state is not HoldingState.RESERVED:
             if holding.node == node:
                 return _Decision(holding.assignment, False, True)  # a retried bind
-            raise BindRefusedError(f"pod {key} is already bound to node {holding.node}", "refused")
-        pod = self._pod(key)
+            raise BindRefusedError(f"pod {key} is already bound to node {holding.node}",
+                                   "refused")
         if pod.request is None:
             if pod.error:
                 raise BindRefusedError(pod.error, "invalid_request")

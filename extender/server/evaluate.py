@@ -28,6 +28,7 @@ from extender.core.reasons import VERDICT_BY_CODE, Reason, format_reason
 from extender.core.request import PlacementRequest
 from extender.inventory.snapshot import ClusterSnapshot
 from extender.model import Verdict
+from extender.server.answers import NodeGroup, pick
 
 
 @dataclass(frozen=True, eq=False)
@@ -144,22 +145,50 @@ class ReasonMessages:
         return out
 
 
-def split_failures(evaluation: Evaluation, messages: ReasonMessages
-                   ) -> tuple[list[str], dict[str, str], dict[str, str]]:
-    """``(feasible names, FailedNodes, FailedAndUnresolvableNodes)`` in request order."""
+def group_failures(evaluation: Evaluation, messages: ReasonMessages
+                   ) -> tuple[list[str], list[NodeGroup], list[NodeGroup]]:
+    """``(feasible names, FailedNodes groups, FailedAndUnresolvableNodes groups)``: failed
+    nodes grouped by identical (code, numbers), i.e. identical message, found with one
+    ``np.unique`` over a packed 1-D key."""
     names = evaluation.names
     code = evaluation.code
+    feasible = pick(names, np.flatnonzero(code == Reason.FITS))
     failed_positions = np.flatnonzero(code != Reason.FITS)
     if len(failed_positions) == 0:
-        return list(names), {}, {}
-    fits = (code == Reason.FITS).tolist()
-    feasible = [name for name, ok in zip(names, fits, strict=True) if ok]
-    texts = messages.messages(code[failed_positions], evaluation.params[failed_positions])
-    unresolvable_flags = (VERDICT_BY_CODE[code[failed_positions]]
-                          == Verdict.UNRESOLVABLE.value).tolist()
-    failed: dict[str, str] = {}
-    unresolvable: dict[str, str] = {}
-    for position, text, hopeless in zip(failed_positions.tolist(), texts, unresolvable_flags,
-                                        strict=True):
-        (unresolvable if hopeless else failed)[names[position]] = text
+        return feasible, [], []
+    codes = code[failed_positions].astype(np.int64)
+    params = evaluation.params[failed_positions]
+    keys = _packed_keys(codes, params)
+    if keys is None:  # numbers too large to pack: compare whole rows (slower, same result)
+        rows = np.concatenate([codes[:, None], params], axis=1)
+        _, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+    else:
+        _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    order = np.argsort(inverse, kind="stable")
+    ends = np.cumsum(np.bincount(inverse, minlength=len(first))).tolist()
+    grouped_positions = failed_positions[order]
+    texts = messages.messages(codes[first].astype(np.int8), params[first])
+    hopeless = (VERDICT_BY_CODE[codes[first]] == Verdict.UNRESOLVABLE.value).tolist()
+    failed: list[NodeGroup] = []
+    unresolvable: list[NodeGroup] = []
+    start = 0
+    for end, text, unresolvable_group in zip(ends, texts, hopeless, strict=True):
+        group = NodeGroup(pick(names, grouped_positions[start:end]), text)
+        (unresolvable if unresolvable_group else failed).append(group)
+        start = end
     return feasible, failed, unresolvable
+
+
+_LOW_BITS = 18
+_MID_BITS = 20
+
+
+def _packed_keys(codes: npt.NDArray[np.int64], params: npt.NDArray[np.int64]
+                 ) -> npt.NDArray[np.int64] | None:
+    """code | a | b | c in one int64 (5 + 20 + 20 + 18 bits), if the numbers fit."""
+    if len(params) and (int(params.min()) < 0 or int(params[:, :2].max()) >> _MID_BITS
+                        or int(params[:, 2].max()) >> _LOW_BITS):
+        return None
+    return ((codes << (2 * _MID_BITS + _LOW_BITS)) | (params[:, 0] << (_MID_BITS + _LOW_BITS))
+            | (params[:, 1] << _LOW_BITS) | params[:, 2])

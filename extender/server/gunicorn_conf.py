@@ -57,8 +57,11 @@ def gunicorn_settings(options: ServerOptions) -> dict[str, Any]:
         "graceful_timeout": 10,
         "preload_app": False,
         "proc_name": "gpu-extender",
-        "logconfig_dict": logging_config(options.log_level),
+        "logconfig_dict": logging_config(options.log_level, access_log=options.access_log),
         "loglevel": options.log_level,
         "accesslog": "-" if options.access_log else None,
         "worker_exit": worker_exit,
+        # gunicorn >= 25.1 opens a control socket in $HOME by default: a second extender
+        # on the machine would fight over it, and nothing here uses it
+        "control_socket_disable": True,
     }

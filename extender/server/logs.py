@@ -39,9 +39,10 @@ class JsonFormatter(logging.Formatter):
         return orjson.dumps(line, default=str).decode()
 
 
-def logging_config(level: str = "info") -> dict[str, Any]:
+def logging_config(level: str = "info", *, access_log: bool = False) -> dict[str, Any]:
     """A ``logging.config.dictConfig`` for our loggers and gunicorn's (its ``logconfig_dict``
-    setting), all through the JSON formatter."""
+    setting), all through the JSON formatter. gunicorn logs every request whenever a log
+    config is given, so the access logger is silenced unless ``access_log``."""
     handler = {"class": "logging.StreamHandler", "formatter": "json",
                "stream": "ext://sys.stderr"}
     return {
@@ -53,7 +54,8 @@ def logging_config(level: str = "info") -> dict[str, Any]:
         "loggers": {
             "gunicorn.error": {"level": level.upper(), "handlers": ["stderr"],
                                "propagate": False},
-            "gunicorn.access": {"level": "INFO", "handlers": ["stderr"], "propagate": False},
+            "gunicorn.access": {"level": "INFO" if access_log else "WARNING",
+                                "handlers": ["stderr"], "propagate": False},
             # the client logs every request at debug; ours say what matters
             "kubernetes": {"level": "WARNING"},
             "urllib3": {"level": "WARNING"},

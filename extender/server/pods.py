@@ -34,10 +34,6 @@ class DecodedPod:
     memory_mib: int
     node_name: str
 
-    @property
-    def wants_gpu(self) -> bool:
-        return self.request is not None
-
 
 def pod_key(pod: Mapping[str, Any]) -> PodKey:
     meta = pod.get("metadata") or {}

@@ -27,11 +27,13 @@ class ExtenderApplication(BaseApplication):  # type: ignore[misc]
 
     def load_config(self) -> None:
         for key, value in self._settings.items():
-            if value is not None:
+            # settings newer than the installed gunicorn are skipped, not fatal
+            if value is not None and key in self.cfg.settings:
                 self.cfg.set(key, value)
 
     def load(self) -> Any:
         service = self._build()
+        service.freeze_heap_when_synced = True  # this process is the service's alone
         service.start()
         self._service = service
         return create_app(service, debug_endpoints=self._debug_endpoints)

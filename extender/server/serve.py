@@ -113,9 +113,7 @@ def prepare(args: argparse.Namespace) -> Callable[[], Any] | int:
         return 1
 
     def build_online() -> ExtenderService:
-        from kubernetes import client
-
-        api = ApiServerClient(client.ApiClient(configuration))
+        api = ApiServerClient.from_configuration(configuration)
         return ExtenderService.online(platform, api, watch_timeout_seconds=args.watch_timeout)
 
     return build_online

@@ -7,13 +7,16 @@ between the wire and the inventory is the same code in both.
 
 from __future__ import annotations
 
+import gc
+import logging
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from extender.core.workload import WorkloadMix
 from extender.inventory.store import Inventory
 from extender.kube.binder import Binder
-from extender.kube.client import ApiServerClient, PodWriter
+from extender.kube.client import KubeApi, PodWriter
 from extender.platform import Platform
 from extender.server.binding import BindCoordinator
 from extender.server.metrics import ExtenderMetrics
@@ -23,15 +26,19 @@ from extender.sync.apply import InventoryApplier
 from extender.sync.cluster import ClusterSync
 from extender.sync.offline import ClusterObjects, OfflineCluster
 
+_log = logging.getLogger(__name__)
+
 
 class ExtenderService:
     def __init__(self, platform: Platform, api: PodWriter, *,
                  inventory: Inventory | None = None, applier: InventoryApplier | None = None,
-                 on_new_pod: Callable[[Mapping[str, Any]], None] | None = None) -> None:
+                 on_new_pod: Callable[[Mapping[str, Any]], None] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        """``clock`` drives reservation TTLs (tests pass a fake one)."""
         config = platform.config.service
         self.platform = platform
         self.api = api
-        self.inventory = inventory or Inventory(platform.catalog)
+        self.inventory = inventory or Inventory(platform.catalog, clock=clock)
         self.applier = applier or InventoryApplier(platform, self.inventory)
         self.workload = WorkloadMix()
         self.metrics = ExtenderMetrics()
@@ -39,26 +46,29 @@ class ExtenderService:
         self.verbs = SchedulingVerbs(platform, self.inventory,
                                      platform.strategy(workload=self.workload), self.pods,
                                      self.metrics, reservation_ttl=config.reservation_ttl_seconds,
-                                     check_cpu_memory=config.check_cpu_memory)
+                                     check_cpu_memory=config.check_cpu_memory, clock=clock)
         self.binding = BindCoordinator(self.inventory, Binder(api), self.pods, api,
                                        self.metrics)
         self.offline: OfflineCluster | None = None
         self.sync: ClusterSync | None = None
         self._offline_objects: ClusterObjects | None = None
         self._stoppers: list[Callable[[], None]] = []
+        self.freeze_heap_when_synced = False
+        """Set by the runner (a whole process of its own): see ``_settle_heap``."""
         self.metrics.attach_inventory(self.inventory, extra=self._counters)
 
     # -- construction ------------------------------------------------------------------------
 
     @classmethod
-    def online(cls, platform: Platform, client: ApiServerClient, *,
+    def online(cls, platform: Platform, client: KubeApi, *,
                watch_timeout_seconds: int = 300) -> ExtenderService:
         service = cls(platform, client)
         service.sync = ClusterSync(
             client, service.applier, service.inventory,
             reconcile_interval_seconds=platform.config.service.reconcile_interval_seconds,
             watch_timeout_seconds=watch_timeout_seconds,
-            on_restart=service.metrics.watch_restart, on_repairs=service.metrics.repairs)
+            on_restart=service.metrics.watch_restart, on_repairs=service.metrics.repairs,
+            on_synced=service._settle_heap)
         return service
 
     @classmethod
@@ -82,8 +92,20 @@ class ExtenderService:
             self.sync.start()
             self._stoppers.append(self.sync.stop)
         if self.offline is not None and self._offline_objects is not None:
-            self.offline.load(self._offline_objects)
-            self._offline_objects = None
+            objects, self._offline_objects = self._offline_objects, None
+            self.offline.load(objects)
+            _log.info("offline cluster loaded", extra={"fields": {
+                "nodes": len(objects.nodes), "pods": len(objects.pods),
+                "holdings": len(self.inventory.holdings())}})
+            self._settle_heap()
+
+    def _settle_heap(self) -> None:
+        """After the first full sync, move everything alive into the GC's permanent
+        generation: the inventory, decoded nodes and pods are long-lived, and a full
+        collection walking them would stall a verb for milliseconds."""
+        if self.freeze_heap_when_synced:
+            gc.collect()
+            gc.freeze()
 
     def stop(self) -> None:
         while self._stoppers:
@@ -97,5 +119,11 @@ class ExtenderService:
         return self.api.get_pod(namespace, name)
 
     def _counters(self) -> dict[str, float]:
-        return {"inferred_pods": float(self.applier.inferred_total),
-                "inference_failures": float(self.applier.inference_failures_total)}
+        counters = {"inferred_pods": float(self.applier.inferred_total),
+                    "inference_failures": float(self.applier.inference_failures_total),
+                    "fit_cache_hits": float(self.verbs.fit_cache_hits)}
+        if self.sync is not None:
+            for watcher in (self.sync.nodes, self.sync.pods):
+                counters[f"{watcher.kind}_events_applied"] = float(watcher.events_applied)
+                counters[f"{watcher.kind}_events_failed"] = float(watcher.events_failed)
+        return counters

@@ -1,22 +1,25 @@
 """Filter and prioritize: the two verbs inside kube-scheduler's serial scheduling cycle.
 
 Both take one inventory snapshot per call and work on all candidate nodes at once (see
-``evaluate``); the only per-node Python work is building the answer.
+``evaluate``), and encode their answers grouped by message or score (see ``answers``), so no
+Python code runs per node.
 
 - Filter is pure: it reports every feasible node, ``FailedNodes`` for nodes that are only full
   now (preemption may help), ``FailedAndUnresolvableNodes`` for nodes that can never host the
   pod. Its one write drops a stale prioritize-time hold of the very pod being filtered (kube is
   scheduling it again, so that hold is dead and must not count against it).
-- Prioritize scores the nodes that fit (0..10) and holds the GPUs of its best node for the
-  pod (``RESERVED``, with a TTL): kube-scheduler starts the next pod's cycle before this pod's
-  bind lands, and that next filter must already see these GPUs as taken.
+- Prioritize scores the nodes that fit (0..10; it lists the non-zero scores only, as
+  kube-scheduler counts a node it does not list as 0) and holds the GPUs of its best node for
+  the pod (``RESERVED``, with a TTL): kube-scheduler starts the next pod's cycle before this
+  pod's bind lands, and that next filter must already see these GPUs as taken.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -29,15 +32,20 @@ from extender.errors import CapacityError, UnknownNodeError
 from extender.inventory.snapshot import ClusterSnapshot
 from extender.inventory.store import HoldingState, Inventory
 from extender.platform import Platform
-from extender.server.evaluate import Evaluation, Evaluator, ReasonMessages, split_failures
+from extender.server.answers import (
+    Answer,
+    NodeGroup,
+    encode_document,
+    encode_filter_names,
+    encode_priorities,
+)
+from extender.server.evaluate import Evaluation, Evaluator, ReasonMessages, group_failures
 from extender.server.metrics import ExtenderMetrics
 from extender.server.pods import DecodedPod, PodRequests
 from extender.server.scratch import evaluate_templates
 from extender.server.wire import (
     MAX_PRIORITY,
     ExtenderArgs,
-    ExtenderFilterResult,
-    HostPriority,
     filter_error,
     filter_result,
     node_names,
@@ -46,45 +54,65 @@ from extender.server.wire import (
 _log = logging.getLogger(__name__)
 
 NOT_SYNCED = "inventory not synced yet"
+EXPIRE_EVERY = 0.25
+NO_PRIORITIES = Answer(b"[]")
 
 
 class SchedulingVerbs:
     def __init__(self, platform: Platform, inventory: Inventory, strategy: Strategy,
                  pods: PodRequests, metrics: ExtenderMetrics, *, reservation_ttl: float,
-                 check_cpu_memory: bool = False) -> None:
+                 check_cpu_memory: bool = False,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self._platform = platform
         self._inventory = inventory
         self._strategy = strategy
         self._pods = pods
         self._metrics = metrics
         self._ttl = reservation_ttl
+        self._clock = clock
+        self._next_expiry_check = 0.0
         self._evaluator = Evaluator(check_cpu_memory=check_cpu_memory)
         self._messages = ReasonMessages(platform.catalog)
         # Strategies keep caches (the fragmentation model); scoring is serial per scheduler
         # anyway, the lock only matters for a second scheduler or the debug endpoint.
         self._score_lock = threading.Lock()
 
+    @property
+    def fit_cache_hits(self) -> int:
+        """Prioritize calls that reused the filter's fit instead of recomputing it."""
+        return self._evaluator.fit_cache_hits
+
     # -- filter ------------------------------------------------------------------------------
 
-    def filter(self, args: ExtenderArgs) -> ExtenderFilterResult:
+    def filter(self, args: ExtenderArgs) -> Answer:
         names = node_names(args)
         pod = self._pods.decode(args["Pod"])
         if pod.error:
             self._metrics.decision("filter", "invalid_request")
-            return filter_result(args, [], {}, dict.fromkeys(names, pod.error))
+            return self._answer(args, [], [], [NodeGroup(names, pod.error)])
         if pod.placement is None:
             self._metrics.decision("filter", "passthrough")
-            return filter_result(args, list(names), {}, {})
+            return self._answer(args, names, [], [])
         if not self._inventory.has_synced():
             self._metrics.decision("filter", "not_synced")
-            return filter_error(args, NOT_SYNCED)
+            return encode_document(filter_error(args, NOT_SYNCED))
         self._expire()
         self._drop_stale_hold(pod)
         evaluation = self._evaluate(pod, names, args)
-        feasible, failed, unresolvable = split_failures(evaluation, self._messages)
+        feasible, failed, unresolvable = group_failures(evaluation, self._messages)
         self._metrics.node_verdicts(evaluation.code)
         self._metrics.decision("filter", "feasible" if feasible else "no_fit")
-        return filter_result(args, feasible, failed, unresolvable)
+        return self._answer(args, feasible, failed, unresolvable)
+
+    @staticmethod
+    def _answer(args: ExtenderArgs, feasible: list[str], failed: list[NodeGroup],
+                unresolvable: list[NodeGroup]) -> Answer:
+        """In the form of the request: ``NodeNames`` (fast path) or ``Nodes``."""
+        if args["NodeNames"] is not None:
+            return encode_filter_names(feasible, failed, unresolvable)
+        return encode_document(filter_result(
+            args, feasible, {n: str(g.value) for g in failed for n in g.names},
+            {n: str(g.value) for g in unresolvable for n in g.names}))
 
     def _drop_stale_hold(self, pod: DecodedPod) -> None:
         holding = self._inventory.holding(pod.key.uid) if pod.key.uid else None
@@ -115,16 +143,17 @@ class SchedulingVerbs:
 
     # -- prioritize --------------------------------------------------------------------------
 
-    def prioritize(self, args: ExtenderArgs) -> list[HostPriority]:
+    def prioritize(self, args: ExtenderArgs) -> Answer:
+        """Scores 1..10 of the nodes that fit; every node not listed scores 0."""
         names = node_names(args)
         pod = self._pods.decode(args["Pod"])
         if pod.placement is None:
             self._metrics.decision("prioritize",
                                    "invalid_request" if pod.error else "passthrough")
-            return [HostPriority(Host=name, Score=0) for name in names]
+            return NO_PRIORITIES
         if not self._inventory.has_synced():
             self._metrics.decision("prioritize", "not_synced")
-            return []
+            return NO_PRIORITIES
         self._expire()
         evaluation = self._evaluate(pod, names)
         result = self._score(evaluation.snapshot, pod, evaluation)
@@ -133,8 +162,7 @@ class SchedulingVerbs:
         scores[positions] = wire_scores(result.scores)
         self._hold_best(evaluation.snapshot, pod, result)
         self._metrics.decision("prioritize", "scored")
-        return [HostPriority(Host=name, Score=score)
-                for name, score in zip(names, scores.tolist(), strict=True)]
+        return encode_priorities(names, scores)
 
     def _score(self, snapshot: ClusterSnapshot, pod: DecodedPod,
                evaluation: Evaluation) -> ScoreResult:
@@ -165,6 +193,13 @@ class SchedulingVerbs:
         self._metrics.reservation("placed")
 
     def _expire(self) -> None:
+        """Release reservations whose TTL passed. ``Inventory.expire`` scans every holding,
+        so it runs at most every ``EXPIRE_EVERY`` seconds: a hold outlives its TTL by that
+        much at most, instead of costing O(pods) on every call."""
+        now = self._clock()
+        if now < self._next_expiry_check:
+            return
+        self._next_expiry_check = now + EXPIRE_EVERY
         self._metrics.reservation("expired", len(self._inventory.expire()))
 
     # -- explain -----------------------------------------------------------------------------

@@ -101,7 +101,8 @@ def decode_extender_args(body: bytes) -> ExtenderArgs:
     names = _get(doc, "NodeNames")
     nodes = _get(doc, "Nodes")
     if names is not None:
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        # one C-level pass: every element's type is str (orjson gives exact types)
+        if not isinstance(names, list) or not set(map(type, names)) <= {str}:
             raise WireError("NodeNames", "must be a list of node names (strings)")
         return ExtenderArgs(Pod=pod, Nodes=None, NodeNames=names)
     if nodes is None:

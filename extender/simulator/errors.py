@@ -20,7 +20,8 @@ class TraceError(ExtenderError):
         self.value = value
         self.problem = problem
         where = source if line is None else f"{source}:{line}"
-        what = "" if column is None else f" column {column!r}"
-        if column is not None and value is not None:
-            what += f" = {value!r}"
-        super().__init__(f"{where}:{what} {problem}" if what else f"{where}: {problem}")
+        if column is not None:
+            where += f": column {column!r}"
+            if value is not None:
+                where += f" = {value!r}"
+        super().__init__(f"{where}: {problem}")

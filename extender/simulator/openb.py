@@ -26,6 +26,7 @@ import yaml
 
 from extender.catalog import Catalog
 from extender.config import load_config_text
+from extender.config.defaults import DEFAULT_STRATEGY
 from extender.core.scoring.base import strategy_names
 from extender.model import GpuDevice, GpuRequest, NodeInfo, RequestKind
 from extender.platform import Platform, build_platform
@@ -58,16 +59,23 @@ TRACE_LOCAL_MODELS: Mapping[str, LocalType] = {
 
 
 def platform_for_models(models: Iterable[str], *, extra: Iterable[dict[str, Any]] = (),
-                        strategy: str | None = None) -> Platform:
+                        strategy: str | None = None,
+                        weights: Mapping[str, float] | None = None,
+                        protected_types: Iterable[str] | None = None) -> Platform:
     """The platform the service would run, plus trace-local types for ``models``.
 
-    ``extra``: further raw accelerator entries (the fleet scenario's types).
+    ``extra``: further raw accelerator entries (the fleet scenario's types);
+    ``strategy``/``weights``: the scoring section; ``protected_types``: the protection
+    section's list (``None``: the catalog's flags; empty: nothing protected).
     """
     entries = [TRACE_LOCAL_MODELS[m].entry(m) for m in sorted(set(models))
                if m in TRACE_LOCAL_MODELS]
     raw: dict[str, Any] = {"accelerators": [*entries, *extra]}
-    if strategy is not None:
-        raw["scoring"] = {"strategy": strategy}
+    if strategy is not None or weights:
+        raw["scoring"] = {"strategy": strategy or DEFAULT_STRATEGY,
+                          "weights": dict(weights or {})}
+    if protected_types is not None:
+        raw["protection"] = {"protectedTypes": list(protected_types)}
     config = load_config_text(yaml.safe_dump(raw), source="simulator platform",
                               strategies=strategy_names())
     return build_platform(config)

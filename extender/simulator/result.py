@@ -12,6 +12,7 @@ JSON schema (``SCHEMA_VERSION`` 1)::
       "unallocated_pct": {"90": float, "95": ..., "100": ..., "110": ..., "130": ...},
       "allocated_gpus": float, "cost_per_hour": float,
       "placed_by_label": {label: {"pods": n, <gpu type>: GPU-equivalents}},
+      "untyped_on_protected": int,   (pods naming no type placed on a protected type)
       "curve": [{"arrived_pct": int, "allocated_pct": float, "unallocated_pct": float,
                  "frag_pct": float, "cost_per_hour": float}, ...],
       "wall_seconds": float
@@ -46,6 +47,7 @@ def to_json(result: ReplayResult) -> dict[str, Any]:
         "allocated_gpus": result.used_gpus,
         "cost_per_hour": result.cost_per_hour,
         "placed_by_label": result.placed_by_label,
+        "untyped_on_protected": result.untyped_on_protected,
         "curve": [{"arrived_pct": p.arrived_pct, "allocated_pct": p.allocated_pct,
                    "unallocated_pct": round(p.unallocated_pct, 4), "frag_pct": p.frag_pct,
                    "cost_per_hour": p.cost_per_hour} for p in result.curve],

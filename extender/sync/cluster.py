@@ -7,6 +7,8 @@ inferred against known nodes instead of waiting for them. The inventory is marke
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from extender.inventory.store import Inventory
 from extender.kube.client import ResourceLister
 from extender.sync.apply import InventoryApplier
@@ -18,8 +20,10 @@ class ClusterSync:
     def __init__(self, api: ResourceLister, applier: InventoryApplier, inventory: Inventory, *,
                  reconcile_interval_seconds: float, watch_timeout_seconds: int = 300,
                  on_restart: RestartHook | None = None, on_repairs: RepairHook | None = None,
+                 on_synced: Callable[[], None] | None = None,
                  backoff_initial: float = 0.5, backoff_max: float = 30.0) -> None:
         self._inventory = inventory
+        self._on_synced = on_synced or (lambda: None)
         self.reconciler = Reconciler([], reconcile_interval_seconds, on_repairs=on_repairs)
         self.nodes = ResourceWatcher(
             "nodes", api, ResourceSink(applier.node_event, applier.replace_nodes),
@@ -47,3 +51,4 @@ class ClusterSync:
     def _maybe_synced(self) -> None:
         if self.nodes.synced.is_set() and self.pods.synced.is_set():
             self._inventory.mark_synced()
+            self._on_synced()

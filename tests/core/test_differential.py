@@ -18,10 +18,11 @@ import pytest
 from extender.core.assign import NoFitError, assign
 from extender.core.fit import fit
 from extender.core.frag import FragModel, cluster_frag, gpu_state
-from extender.core.naive import NaiveNoFit
+from extender.core.naive import NaiveNoFitError
 from extender.core.scoring.base import StrategyContext, make_strategy
+from extender.core.scoring.capacity import request_fraction
 from extender.core.scoring.cost_fragmentation import CostFragmentation
-from extender.core.scoring.fgd import FGD
+from extender.core.scoring.fgd import FGD, first_units
 from extender.core.workload import Shape
 from extender.inventory import ClusterSnapshot
 from extender.model import GpuRequest, RequestKind
@@ -53,6 +54,9 @@ def strategies(shapes: dict[Shape, float]) -> dict[str, object]:
         assert isinstance(scorer, FGD)
         scorer.frag.set_shapes(shapes)
         scorer.integer = name == "fgd"
+    default = CostFragmentation(StrategyContext(catalog(), platform().config.scoring))
+    default.frag.set_shapes(shapes)
+    out["cost-fragmentation"] = default
     return out
 
 
@@ -60,8 +64,8 @@ def all_rows(snap: ClusterSnapshot) -> np.ndarray:
     return np.arange(snap.n_nodes, dtype=np.int64)
 
 
-def check_request(snap: ClusterSnapshot, req: GpuRequest, namespace: str, cpu: int,
-                  shapes: dict[Shape, float], scorers: dict[str, object], *,
+def check_request(snap: ClusterSnapshot, req: GpuRequest, *, namespace: str, cpu: int,
+                  shapes: dict[Shape, float], scorers: dict[str, object],
                   check_cpu_memory: bool = False, memory: int = 0) -> int:
     """Compare fit, the four scorers, cost/dF and assign on every row; returns fitting rows."""
     ref = reference()
@@ -82,8 +86,9 @@ def check_request(snap: ClusterSnapshot, req: GpuRequest, namespace: str, cpu: i
 
     # -- scores
     fgd = scorers["fgd"]
-    fgd_float = scorers["fgd-float"]
     for name, scorer in scorers.items():
+        if name == "cost-fragmentation":
+            continue  # being tuned; checked for sanity below, its building blocks exactly
         out = scorer.score(snap, preq, result)  # type: ignore[attr-defined]
         assert [int(r) for r in out.rows] == fitting, (name, context)
         assert np.all((out.scores >= 0) & (out.scores <= 100)), (name, context)
@@ -112,16 +117,50 @@ def check_request(snap: ClusterSnapshot, req: GpuRequest, namespace: str, cpu: i
             want_scores = [method(snap, req, row, units[row]) for row in fitting]
             np.testing.assert_allclose(out.scores, want_scores, atol=1e-9, err_msg=context)
 
-    # -- the default strategy's building blocks: dF of the chosen GPU and the cost taken
-    assert isinstance(fgd, FGD) and isinstance(fgd_float, FGD)
-    frag_rows, delta, choice, positions = fgd.frag.delta(snap, preq, result)
+    # -- the default strategy's building blocks: F before / after from FGD's model, dF of the
+    #    chosen GPU, and the price of what the pod takes
+    assert isinstance(fgd, FGD)
+    positions, frag_rows, before, after = fgd.frag.frag_after(snap, preq, result)
     assert [int(r) for r in frag_rows] == fitting
-    costs = CostFragmentation._cost(snap, preq, frag_rows, result.units[positions], choice)
+    share = req.kind in (RequestKind.FRACTION, RequestKind.VRAM)
+    assert after.ndim == (2 if share else 1)
     for j, row in enumerate(fitting):
-        want = ref.fgd(snap, req, row, units[row], shapes, cpu_milli=cpu)
-        assert float(delta[j]) == pytest.approx(want.delta, abs=1e-9), (context, row)
+        assert float(before[j]) == pytest.approx(ref.node_frag(snap, row, shapes), abs=1e-7)
+        if share:
+            for slot in range(snap.n_gpus):
+                if units[row][slot] > 0:
+                    want_after = ref.frag_after(snap, req, row, shapes, cpu_milli=cpu,
+                                                slots=[slot])
+                    assert float(after[j, slot]) == pytest.approx(want_after, abs=1e-7)
+                else:
+                    assert after[j, slot] == np.inf
+    for integer in (False, True):
+        _, delta, choice, _ = fgd.frag.delta(snap, preq, result, integer=integer)
+        for j, row in enumerate(fitting):
+            want = ref.fgd(snap, req, row, units[row], shapes, cpu_milli=cpu,
+                           integer=integer)
+            if want.choice < 0:
+                assert int(choice[j]) == -1
+                assert float(delta[j]) == pytest.approx(want.delta, abs=1e-9), (context, row)
+            else:
+                assert int(choice[j]) in want.near_best, (context, row, integer)
+    _, _, choice, _ = fgd.frag.delta(snap, preq, result)
+    taken = first_units(result.units[positions], req.count)
+    has_choice = choice >= 0
+    taken[has_choice] = False
+    taken[np.flatnonzero(has_choice), choice[has_choice]] = True
+    gpu_type = snap.gpu_type[frag_rows]
+    price = catalog().price[np.where(gpu_type >= 0, gpu_type, catalog().unknown_index)]
+    costs = np.where(taken, price * request_fraction(snap, preq, frag_rows), 0.0).sum(axis=1)
+    for j, row in enumerate(fitting):
         want_cost = ref.cost(snap, req, row, units[row], int(choice[j]))
         assert float(costs[j]) == pytest.approx(want_cost, abs=1e-9), (context, row)
+    default = scorers["cost-fragmentation"].score(snap, preq, result)  # type: ignore[attr-defined]
+    assert [int(r) for r in default.rows] == fitting
+    assert np.all((default.scores >= 0) & (default.scores <= 100))
+    for j, row in enumerate(fitting):
+        if int(default.choice[j]) >= 0:
+            assert units[row][int(default.choice[j])] > 0
 
     # -- assign: default rules, and the FGD choice as the preferred order
     for row in fitting:
@@ -137,7 +176,7 @@ def check_request(snap: ClusterSnapshot, req: GpuRequest, namespace: str, cpu: i
         if not naive[i].fits and not check_cpu_memory:
             with pytest.raises(NoFitError):
                 assign(snap, preq, int(row))
-            with pytest.raises(NaiveNoFit):
+            with pytest.raises(NaiveNoFitError):
                 ref.assign(snap, req, int(row), namespace=namespace)
     return len(fitting)
 
@@ -152,7 +191,8 @@ def test_kernels_match_the_reference_on_a_random_cluster(seed: int) -> None:
     fitting = 0
     for i in range(REQUESTS_PER_CLUSTER):
         req, namespace, cpu = random_request(rng)
-        fitting += check_request(snap, req, namespace, cpu, shapes, scorers,
+        fitting += check_request(snap, req, namespace=namespace, cpu=cpu, shapes=shapes,
+                                 scorers=scorers,
                                  check_cpu_memory=i % 6 == 0,
                                  memory=int(rng.integers(0, 300)) * 1024)
     assert fitting > 0  # the cluster is not so full that nothing is compared
@@ -231,7 +271,8 @@ def test_degenerate_nodes_agree_with_the_reference(kind: RequestKind) -> None:
     req = GpuRequest(kind=kind, count=1, vram_mib=1024, milli=500,
                      mig_profile="1g.10gb" if kind is RequestKind.MIG else None)
     shapes = {Shape(1, 500, 0, 0, None): 1.0}
-    check_request(snap, req, "platform", 0, shapes, _scorers() | strategies(shapes))
+    check_request(snap, req, namespace="platform", cpu=0, shapes=shapes,
+                  scorers=_scorers() | strategies(shapes))
 
 
 def test_when_every_row_is_a_removed_node_all_are_unknown() -> None:
@@ -242,7 +283,8 @@ def test_when_every_row_is_a_removed_node_all_are_unknown() -> None:
     req = GpuRequest(kind=RequestKind.WHOLE, count=1)
     result = fit(snap, placement(req), all_rows(snap))
     assert [int(c) for c in result.code] == [1, 1]  # Reason.UNKNOWN_NODE
-    check_request(snap, req, "", 0, {Shape(1, 1000, 0, 0, None): 1.0}, _scorers())
+    check_request(snap, req, namespace="", cpu=0, shapes={Shape(1, 1000, 0, 0, None): 1.0},
+                  scorers=_scorers())
     assert snap.rows(["a", "b"])[1] == ["a", "b"]
 
 
@@ -265,3 +307,23 @@ def test_random_clusters_exercise_every_reason_and_kind() -> None:
     expected = {int(r) for r in Reason} - {Reason.CPU_BUSY, Reason.MEMORY_BUSY}
     assert expected - seen_codes == set()
     assert fitting_kinds == set(RequestKind)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_fit_on_any_rows_in_any_order_equals_fit_on_all_rows(seed: int) -> None:
+    """``fit`` runs in place on the snapshot when the rows cover most of it and on gathered
+    rows otherwise; either way row i of the answer is about ``rows[i]``."""
+    rng = np.random.default_rng(500 + seed)
+    snap = random_cluster(rng, 24, fill=3.0).snapshot()
+    everything = all_rows(snap)
+    for _ in range(10):
+        req, namespace, cpu = random_request(rng)
+        preq = placement(req, namespace, cpu)
+        full = fit(snap, preq, everything, check_cpu_memory=True)
+        for rows in (rng.permutation(snap.n_nodes), rng.permutation(snap.n_nodes)[:5],
+                     np.repeat(everything[:3], 2), everything[::-1]):
+            part = fit(snap, preq, rows.astype(np.int64), check_cpu_memory=True)
+            assert np.array_equal(part.rows, rows)
+            assert np.array_equal(part.code, full.code[rows])
+            assert np.array_equal(part.params, full.params[rows])
+            assert np.array_equal(part.units, full.units[rows])

@@ -30,12 +30,14 @@ from hypothesis.stateful import (
     consumes,
     initialize,
     invariant,
-    precondition,
     rule,
 )
 
 from extender.core.assign import assign
 from extender.core.fit import fit
+from extender.core.frag import FragModel, _gpu_state_rows, gpu_state
+from extender.core.scoring.capacity import _used_rows, used_fraction
+from extender.core.workload import Shape
 from extender.errors import CapacityError, UnknownNodeError
 from extender.inventory import ClusterSnapshot, Holding, HoldingState, Inventory
 from extender.model import Assignment, GpuGrant, GpuRequest, NodeInfo, PodKey, RequestKind
@@ -45,6 +47,8 @@ ARRAYS = ("node_valid", "node_version", "cpu_free", "memory_free", "gpu_type", "
           "total_mib", "free_mib", "replicas", "replicas_free", "mig_layout", "mig_used",
           "healthy", "pods")
 NAMES = tuple(f"n{i}" for i in range(6))
+MODEL = FragModel(catalog(), {Shape(1, 500, 0, 2000): 0.4, Shape(2, 1000, 0, 0): 0.3,
+                              Shape(1, 0, 20000, 0): 0.2, Shape(0, 0, 0, 1000): 0.1})
 STATELESS = (0, 2, 5, 6, 7)
 """Kinds of invalid grant that stay invalid whatever else the node holds."""
 
@@ -227,8 +231,8 @@ class InventoryMachine(RuleBasedStateMachine):
                                  Assignment("n0", RequestKind.WHOLE, (GpuGrant(0, 1),)))
             return
         # aim the replica and MIG-overlap cases at nodes where they can happen
-        aimed = [n for n in live if how == 4 and exhausted_slots(snap, n)
-                 or how >= 8 and (snap.mig_layout[snap.node_index[n]] >= 0).any()]
+        aimed = [n for n in live if (how == 4 and exhausted_slots(snap, n))
+                 or (how >= 8 and (snap.mig_layout[snap.node_index[n]] >= 0).any())]
         pool = aimed or live
         name = pool[int(rng.integers(len(pool)))]
         assignment = invalid_assignment(snap, name, how, rng)
@@ -320,6 +324,23 @@ class InventoryMachine(RuleBasedStateMachine):
     @invariant()
     def arrays_equal_a_recomputation_from_the_holdings(self) -> None:
         check_against_holdings(self.inv)
+
+    @invariant()
+    def row_caches_equal_a_fresh_computation(self) -> None:
+        """The per-row caches the kernels keep across snapshots (refreshed by node_version)
+        hold what a computation from scratch gives, after any sequence of changes."""
+        snap = self.inv.snapshot()
+        rows = np.arange(snap.n_nodes, dtype=np.int64)
+        cached = gpu_state(snap, rows)
+        fresh = _gpu_state_rows(snap, rows)
+        assert np.array_equal(cached.x, fresh.x)
+        assert np.array_equal(cached.type_col, fresh.type_col)
+        assert np.array_equal(cached.in_model, fresh.in_model)
+        level, frag = MODEL.node_frag_cached(snap, rows)
+        assert np.array_equal(level, MODEL.levels(snap.cpu_free))
+        np.testing.assert_allclose(frag, MODEL.node_frag(fresh, level), atol=1e-9)
+        used, _, _ = _used_rows(snap, rows)
+        np.testing.assert_array_equal(used_fraction(snap, rows), used)
 
 
 def exhausted_slots(snap: ClusterSnapshot, name: str) -> list[int]:

@@ -8,27 +8,35 @@ import copy
 import random
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
+
+import orjson
 
 from extender.kube.client import ObjectList, ResourceKind, WatchStream
 from extender.kube.errors import Conflict, KubeError, NotFound, Unavailable
 from extender.model import PodKey
 
 
-class _NoWatch:
+class _EventStream:
+    def __init__(self, lines: list[bytes]) -> None:
+        self._lines = lines
+
     def chunks(self) -> Iterator[bytes]:
-        return iter(())
+        yield from self._lines
 
     def close(self) -> None:
         pass
 
 
 class FakeApiServer:
-    def __init__(self, nodes: list[dict[str, Any]] = (), pods: list[dict[str, Any]] = (), *,
+    def __init__(self, nodes: Sequence[Mapping[str, Any]] = (),
+                 pods: Sequence[Mapping[str, Any]] = (), *,
                  latency: float = 0.0, seed: int = 0) -> None:
         self._lock = threading.Lock()
         self._version = 100
+        self.log: list[tuple[int, str, str, dict[str, Any]]] = []
+        """(resourceVersion, kind, event type, object): what a watch replays."""
         self.nodes: dict[str, dict[str, Any]] = {}
         self.pods: dict[tuple[str, str], dict[str, Any]] = {}
         for node in nodes:
@@ -49,20 +57,32 @@ class FakeApiServer:
         self._version += 1
         return str(self._version)
 
+    def _emit(self, kind: str, event_type: str, obj: dict[str, Any]) -> None:
+        version = int(obj["metadata"]["resourceVersion"])
+        self.log.append((version, kind, event_type, copy.deepcopy(obj)))
+
+    def delete_pod(self, namespace: str, name: str) -> None:
+        with self._lock:
+            pod = self.pods.pop((namespace, name))
+            pod["metadata"]["resourceVersion"] = self._next_version()
+            self._emit("pods", "DELETED", pod)
+
     def add_node(self, node: Mapping[str, Any]) -> None:
         with self._lock:
-            node = copy.deepcopy(dict(node))
-            node.setdefault("metadata", {})["resourceVersion"] = self._next_version()
-            self.nodes[node["metadata"]["name"]] = node
+            stored: dict[str, Any] = copy.deepcopy(dict(node))
+            stored.setdefault("metadata", {})["resourceVersion"] = self._next_version()
+            self.nodes[stored["metadata"]["name"]] = stored
+            self._emit("nodes", "ADDED", stored)
 
     def add_pod(self, pod: Mapping[str, Any]) -> None:
         with self._lock:
-            pod = copy.deepcopy(dict(pod))
-            meta = pod.setdefault("metadata", {})
+            stored: dict[str, Any] = copy.deepcopy(dict(pod))
+            meta = stored.setdefault("metadata", {})
             meta.setdefault("namespace", "default")
             meta.setdefault("uid", f"uid-{meta['namespace']}-{meta['name']}")
             meta["resourceVersion"] = self._next_version()
-            self.pods[(meta["namespace"], meta["name"])] = pod
+            self.pods[(meta["namespace"], meta["name"])] = stored
+            self._emit("pods", "ADDED", stored)
 
     # -- ResourceLister ----------------------------------------------------------------------
 
@@ -74,7 +94,12 @@ class FakeApiServer:
 
     def watch_objects(self, kind: ResourceKind, resource_version: str,
                       timeout_seconds: int) -> WatchStream:
-        return _NoWatch()
+        """Replays the events after ``resource_version``, then ends (the server's timeout)."""
+        with self._lock:
+            since = int(resource_version or 0)
+            lines = [orjson.dumps({"type": t, "object": o}) + b"\n"
+                     for v, k, t, o in self.log if k == kind and v > since]
+        return _EventStream(lines)
 
     # -- PodWriter ---------------------------------------------------------------------------
 
@@ -106,6 +131,7 @@ class FakeApiServer:
             pod = self._pod(namespace, name, uid)
             pod["metadata"].setdefault("annotations", {}).update(annotations)
             pod["metadata"]["resourceVersion"] = self._next_version()
+            self._emit("pods", "MODIFIED", pod)
 
     def create_binding(self, namespace: str, name: str, uid: str, node: str) -> None:
         self._pause()
@@ -122,6 +148,7 @@ class FakeApiServer:
                 raise NotFound(f'nodes "{node}" not found', status=404)
             pod["spec"]["nodeName"] = node
             pod["metadata"]["resourceVersion"] = self._next_version()
+            self._emit("pods", "MODIFIED", pod)
 
     def record_event(self, pod: PodKey, *, reason: str, message: str,
                      event_type: str = "Normal") -> None:

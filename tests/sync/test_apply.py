@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from extender.inventory.store import HoldingState, Inventory
@@ -14,7 +16,7 @@ from tests.sync.clusters import l4_node, mig_node, t4_node
 UID = "uid-ml-p"
 
 
-def setup(platform: Platform, *nodes: dict) -> tuple[Inventory, InventoryApplier]:
+def setup(platform: Platform, *nodes: dict[str, Any]) -> tuple[Inventory, InventoryApplier]:
     inventory = Inventory(platform.catalog)
     applier = InventoryApplier(platform, inventory)
     applier.replace_nodes(list(nodes))
@@ -27,7 +29,7 @@ def l4_assignment(node: str, *indices: int) -> Assignment:
 
 
 def bound_pod(node: str, count: int = 1, assignment: Assignment | None = None,
-              name: str = "p") -> dict:
+              name: str = "p") -> dict[str, Any]:
     builder = make_pod(name).namespace("ml").uid(f"uid-ml-{name}").gpus(count) \
         .node_name(node).phase("Running")
     if assignment is not None:

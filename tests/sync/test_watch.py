@@ -64,7 +64,7 @@ class ScriptedLister:
         return item
 
     def watch_objects(self, kind: ResourceKind, resource_version: str,
-                      timeout_seconds: int) -> ScriptedStream:
+                      timeout_seconds: int) -> ScriptedStream | BlockingStream:
         self.watched_from.append(resource_version)
         if not self.watches:
             assert self.watcher is not None

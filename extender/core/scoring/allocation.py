@@ -23,7 +23,7 @@ from extender.core.scoring.base import (
     no_choice,
     register,
 )
-from extender.core.scoring.capacity import gpu_counts, request_fraction, used_fraction
+from extender.core.scoring.capacity import unit_take, used_total
 from extender.inventory.snapshot import ClusterSnapshot
 
 
@@ -31,13 +31,9 @@ def requested_share(snapshot: ClusterSnapshot, req: PlacementRequest,
                     fit: FitResult) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(rows, requested, capacity) for the fitting nodes."""
     positions, rows = fitting(fit)
-    units = fit.units[positions]
-    used = used_fraction(snapshot, rows).sum(axis=1)
-    take = request_fraction(snapshot, req, rows)
-    per_unit = np.where(units > 0, take, np.inf).min(axis=1)
-    per_unit = np.where(np.isfinite(per_unit), per_unit, 0.0)
-    requested = used + per_unit * req.count
-    capacity = gpu_counts(snapshot, rows).astype(np.float64)
+    used, count = used_total(snapshot, rows)
+    requested = used + unit_take(snapshot, req, rows, fit.units[positions]) * req.count
+    capacity = count.astype(np.float64)
     return rows, np.minimum(requested, capacity), capacity
 
 

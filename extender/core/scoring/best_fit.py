@@ -22,7 +22,7 @@ from extender.core.scoring.base import (
     no_choice,
     register,
 )
-from extender.core.scoring.capacity import request_fraction, used_fraction
+from extender.core.scoring.capacity import unit_take, used_total
 from extender.inventory.snapshot import ClusterSnapshot
 
 MAX_CPU_MILLI = 128_000.0
@@ -50,11 +50,9 @@ class BestFit:
     def score(self, snapshot: ClusterSnapshot, req: PlacementRequest,
               fit: FitResult) -> ScoreResult:
         positions, rows = fitting(fit)
-        units = fit.units[positions]
-        present = snapshot.gpu_type[rows] >= 0
-        gpu_free = np.where(present, 1.0 - used_fraction(snapshot, rows), 0.0).sum(axis=1) * 1000
-        take = np.where(units > 0, request_fraction(snapshot, req, rows), np.inf).min(axis=1)
-        gpu_req = np.where(np.isfinite(take), take, 0.0) * req.count * 1000
+        used, count = used_total(snapshot, rows)
+        gpu_free = (count - used) * 1000  # sum over GPUs of (1 - used)
+        gpu_req = unit_take(snapshot, req, rows, fit.units[positions]) * req.count * 1000
         cpu_free = snapshot.cpu_free[rows].astype(np.float64)
         s = 0.5 * (cpu_free - req.cpu_milli) / MAX_CPU_MILLI + \
             0.5 * (gpu_free - gpu_req) / MAX_GPU_MILLI

@@ -8,50 +8,89 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from extender.core.fit import mig_starts
+from extender.core.fit import mig_starts, row_any, row_count, row_max, row_min
+from extender.core.frag import row_sum
 from extender.core.request import PlacementRequest
 from extender.inventory.layout import POPCOUNT
 from extender.inventory.snapshot import ClusterSnapshot
 from extender.model import RequestKind
 
 
-def used_fraction(snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64]
-                  ) -> npt.NDArray[np.float64]:
-    """Fraction of each GPU held by pods: VRAM for plain GPUs, replicas for time-sliced ones,
-    slots for MIG-partitioned ones; 0 on padding."""
-    present = snapshot.gpu_type[rows] >= 0
+def _used_rows(snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64]
+               ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64],
+                          npt.NDArray[np.int64]]:
+    """(used fraction per GPU, its sum per node, GPUs per node) of snapshot ``rows``."""
+    gpu_type = snapshot.gpu_type[rows]
+    present = gpu_type >= 0
     total = np.maximum(snapshot.total_mib[rows], 1).astype(np.float64)
-    vram = 1.0 - np.clip(snapshot.free_mib[rows], 0, None) / total
+    vram = 1.0 - np.maximum(snapshot.free_mib[rows], 0) / total
     replicas = snapshot.replicas[rows].astype(np.float64)
     sliced = 1.0 - snapshot.replicas_free[rows] / np.maximum(replicas, 1.0)
     catalog = snapshot.catalog
-    type_col = np.where(present, snapshot.gpu_type[rows], catalog.unknown_index)
-    slots = np.maximum(catalog.mig_slots[type_col], 1).astype(np.float64)
-    phantom = 8 - catalog.mig_slots[type_col]
-    mig = (POPCOUNT[snapshot.mig_used[rows]] - phantom) / slots
+    mig_slots = catalog.mig_slots.take(gpu_type)  # padding reads the unknown type: 0 slots
+    slots = np.maximum(mig_slots, 1).astype(np.float64)
+    mig = (POPCOUNT.take(snapshot.mig_used[rows]) - (8 - mig_slots)) / slots
     layout = snapshot.mig_layout[rows]
     used = np.where(layout >= 0, mig, np.where(replicas > 0, np.maximum(sliced, vram), vram))
-    return np.where(present, used, 0.0)
+    used = np.where(present, used, 0.0)
+    return used, row_sum(used), row_count(present)
+
+
+def used_fraction(snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64]
+                  ) -> npt.NDArray[np.float64]:
+    """Fraction of each GPU held by pods: VRAM for plain GPUs, replicas for time-sliced ones
+    (the larger of replicas and VRAM), slots for MIG-partitioned ones; 0 on padding.
+    Through the snapshot's row cache."""
+    used, _, _ = snapshot.cache.derive(("used-fraction",), snapshot, _used_rows, rows)
+    return used
+
+
+def used_total(snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64]
+               ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
+    """(n,) GPU-equivalents held on each node and (n,) its GPUs (row cache)."""
+    total, count = snapshot.cache.use(("used-fraction",), snapshot, _used_rows,
+                                      lambda arrays: (arrays[1][rows], arrays[2][rows]))
+    return total, count
 
 
 def request_fraction(snapshot: ClusterSnapshot, req: PlacementRequest,
                      rows: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
     """Fraction of each GPU one unit of ``req`` would take there."""
-    total = np.maximum(snapshot.total_mib[rows], 1).astype(np.float64)
-    replicas = snapshot.replicas[rows].astype(np.float64)
     kind = req.kind
-    if kind is RequestKind.VRAM:
-        return req.request.vram_mib / total
     if kind is RequestKind.FRACTION:
-        return np.full(total.shape, req.request.milli / 1000.0)
+        return np.full(snapshot.gpu_type[rows].shape, req.request.milli / 1000.0)
+    if kind is RequestKind.VRAM:
+        return req.request.vram_mib / np.maximum(snapshot.total_mib[rows], 1).astype(np.float64)
     if kind is RequestKind.MIG:
-        _, slices = mig_starts(snapshot, rows, snapshot.gpu_type[rows], req.mig_index)
-        catalog = snapshot.catalog
-        type_col = np.where(snapshot.gpu_type[rows] >= 0, snapshot.gpu_type[rows],
-                            catalog.unknown_index)
-        return slices / np.maximum(catalog.mig_slots[type_col], 1)
-    return np.where(replicas > 0, 1.0 / np.maximum(replicas, 1.0), 1.0)
+        gpu_type = snapshot.gpu_type[rows]
+        _, slices = mig_starts(snapshot, rows, gpu_type, req.mig_index)
+        return slices / np.maximum(snapshot.catalog.mig_slots.take(gpu_type), 1)
+    replicas = snapshot.replicas[rows]
+    return np.where(replicas > 0, 1.0 / np.maximum(replicas, 1), 1.0)
+
+
+def unit_take(snapshot: ClusterSnapshot, req: PlacementRequest, rows: npt.NDArray[np.int64],
+              units: npt.NDArray[np.int16]) -> npt.NDArray[np.float64]:
+    """(n,) the least fraction of a GPU one unit of ``req`` takes among the GPUs of each row
+    that have a unit (``units > 0``); 0 where none has.
+
+    Equals ``min(request_fraction[units > 0])`` per row, computed without the (n, n_gpus)
+    float array: the smallest share is on the largest GPU (VRAM) or the one with the most
+    replicas (whole / time-slice)."""
+    has = units > 0
+    kind = req.kind
+    if kind is RequestKind.FRACTION:
+        return np.where(row_any(has), req.request.milli / 1000.0, 0.0)
+    if kind is RequestKind.VRAM:
+        largest = row_max(np.where(has, snapshot.total_mib[rows], 0))
+        return np.where(largest > 0, req.request.vram_mib / np.maximum(largest, 1), 0.0)
+    if kind is RequestKind.MIG:
+        take = np.where(has, request_fraction(snapshot, req, rows), np.inf)
+        least = row_min(take)
+        return np.where(np.isfinite(least), least, 0.0)
+    ways = row_max(np.where(has, np.maximum(snapshot.replicas[rows], 1), 0))
+    return np.where(ways > 0, 1.0 / np.maximum(ways, 1), 0.0)
 
 
 def gpu_counts(snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    return (snapshot.gpu_type[rows] >= 0).sum(axis=1)
+    return row_count(snapshot.gpu_type[rows] >= 0)

@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from extender.core.fit import FitResult
-from extender.core.frag import MILLI, FragModel, gpu_state, sigmoid
+from extender.core.frag import MILLI, FragModel, sigmoid
 from extender.core.request import PlacementRequest
 from extender.core.scoring.base import (
     MAX_SCORE,
@@ -63,40 +63,155 @@ class FragScorer:
         ``integer``: the best GPU is the lowest slot with the best truncated score
         ``floor(MAX_SCORE * sigmoid(-dF))``, as ``calculateGpuShareFragExtendScore`` picks it
         (strict ``>`` over GPUs in index order); otherwise the GPU with the least dF."""
+        if req.kind in (RequestKind.FRACTION, RequestKind.VRAM):
+            positions, rows, before, pos, slot, after = self.share_pairs(snapshot, req, fit)
+            n = len(rows)
+            choice = np.full(n, -1, dtype=np.int16)
+            best = np.zeros(n)
+            if len(pos):
+                starts = np.flatnonzero(np.r_[True, pos[1:] != pos[:-1]])
+                owners = pos[starts]  # every fitting node has at least one pair
+                group = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(pos)]))
+                smallest = np.minimum.reduceat(after, starts)
+                if integer:
+                    pick = first_truncated_best(before.take(owners), smallest, group, after,
+                                                starts)
+                else:
+                    pick = _first_where(after <= smallest.take(group), starts)
+                choice[owners] = slot.take(pick)
+                best[owners] = after.take(pick)
+            return rows, (best - before) / MILLI, choice, positions
+        positions, rows, before, after = self.frag_after(snapshot, req, fit)
+        return rows, (after - before) / MILLI, np.full(len(rows), -1, np.int16), positions
+
+    def share_pairs(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult
+                    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64],
+                               npt.NDArray[np.float64], npt.NDArray[np.intp],
+                               npt.NDArray[np.intp], npt.NDArray[np.float64]]:
+        """A one-GPU share on fitting nodes, per candidate GPU: (positions, rows, F before
+        (n,), pair node (m,) as an index into rows, pair slot (m,), F after (m,)); pairs
+        sorted by node then slot."""
         positions, rows = fitting(fit)
         model = self.model()
-        state = gpu_state(snapshot, rows)
-        cpu = snapshot.cpu_free[rows]
-        before = model.node_frag(state, model.levels(cpu))
-        level_after = model.levels(cpu - req.cpu_milli)
-        units = fit.units[positions]
+        level, before = model.node_frag_cached(snapshot, rows)
+        level_after = level if req.cpu_milli == 0 else \
+            model.levels(snapshot.cpu_free[rows] - req.cpu_milli)
+        pos, slot = unit_pairs(fit, positions)
+        x_after = share_after_at(snapshot, req, rows.take(pos), slot)
+        after = model.frag_after_changes(snapshot, rows, level_after, pos, slot, x_after)
+        return positions, rows, before, pos, slot, after
+
+    def frag_after(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult
+                   ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64],
+                              npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        """For fitting nodes: (positions, rows, F before (n,), F after) in thousandths.
+
+        F after is ``(n, n_gpus)`` for a one-GPU share (placed on GPU j; ``inf`` where it does
+        not fit) and ``(n,)`` otherwise (whole GPUs: the lowest fully free ones)."""
         if req.kind in (RequestKind.FRACTION, RequestKind.VRAM):
-            x_after = np.where(state.in_model, share_after(snapshot, req, rows), 0)
-            after = model.frag_after_share(state, level_after, x_after)
-            after = np.where(units > 0, after, np.inf)
-            if integer:
-                truncated = np.where(units > 0, np.floor(
-                    MAX_SCORE * sigmoid((before[:, None] - after) / MILLI)), -1.0)
-                choice = np.argmax(truncated, axis=1).astype(np.int16)
-            else:
-                choice = np.argmin(after, axis=1).astype(np.int16)
-            best = after[np.arange(len(rows)), choice]
-            return rows, (best - before) / MILLI, choice, positions
-        taken = first_units(units, req.count)
-        after = model.frag_after_whole(state, level_after, taken & state.in_model)
-        return rows, (after - before) / MILLI, np.full(len(rows), -1, np.int16), positions
+            positions, rows, before, pos, slot, pairs = self.share_pairs(snapshot, req, fit)
+            after = np.full((len(rows), snapshot.n_gpus), np.inf)
+            after[pos, slot] = pairs
+            return positions, rows, before, after
+        positions, rows = fitting(fit)
+        model = self.model()
+        level, before = model.node_frag_cached(snapshot, rows)
+        level_after = level if req.cpu_milli == 0 else \
+            model.levels(snapshot.cpu_free[rows] - req.cpu_milli)
+        # the lowest ``count`` GPUs with a unit are taken whole (x -> 0)
+        pos, slot = unit_pairs(fit, positions)
+        if len(pos):
+            starts = np.flatnonzero(np.r_[True, pos[1:] != pos[:-1]])
+            rank = np.arange(len(pos)) - np.repeat(starts, np.diff(np.r_[starts, len(pos)]))
+            keep = rank < req.count
+            pos, slot = pos[keep], slot[keep]
+        after = model.frag_after_changes(snapshot, rows, level_after, pos, slot,
+                                         np.zeros(len(pos), dtype=np.int64), sets=len(rows))
+        return positions, rows, before, after
 
 
 def share_after(snapshot: ClusterSnapshot, req: PlacementRequest,
                 rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     """(n, n_gpus) free thousandths each GPU would keep after hosting a one-GPU share."""
-    total = np.maximum(snapshot.total_mib[rows].astype(np.int64), 1)
-    free = np.clip(snapshot.free_mib[rows].astype(np.int64), 0, None)
-    if req.kind is RequestKind.FRACTION:
-        held = total * req.request.milli // 1000
-    else:
-        held = np.full(total.shape, req.request.vram_mib, dtype=np.int64)
-    return np.clip((free - held) * MILLI // total, 0, MILLI)
+    total = np.maximum(snapshot.total_mib[rows], 1)
+    free = np.maximum(snapshot.free_mib[rows], 0)
+    held: npt.NDArray[np.int64] | int = total.astype(np.int64) * req.request.milli // 1000 \
+        if req.kind is RequestKind.FRACTION else req.request.vram_mib
+    left = np.maximum(free - held, 0)
+    # floor(left * 1000 / total) in float64 is exact here (operands < 2**53)
+    return np.minimum(np.floor(left * float(MILLI) / total), MILLI).astype(np.int64)
+
+
+def unit_pairs(fit: FitResult, positions: npt.NDArray[np.int64]
+               ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+    """(node, slot) of every GPU with a unit on the fitting nodes, sorted by node then slot;
+    ``node`` indexes ``positions``."""
+    units = fit.units
+    width = units.shape[1]
+    flat = np.flatnonzero(units > 0)
+    row = flat // width
+    slot = flat - row * width
+    index = np.full(len(units), -1, dtype=np.intp)
+    index[positions] = np.arange(len(positions))
+    node = index.take(row)
+    keep = node >= 0
+    if not keep.all():
+        node, slot = node[keep], slot[keep]
+    return node.astype(np.intp), slot.astype(np.intp)
+
+
+def share_after_at(snapshot: ClusterSnapshot, req: PlacementRequest,
+                   rows: npt.NDArray[np.int64], slots: npt.NDArray[np.intp]
+                   ) -> npt.NDArray[np.int64]:
+    """(m,) ``share_after`` of GPU ``slots[k]`` of snapshot row ``rows[k]``."""
+    flat = rows * snapshot.n_gpus + slots
+    total = np.maximum(snapshot.total_mib.reshape(-1).take(flat), 1)
+    free = np.maximum(snapshot.free_mib.reshape(-1).take(flat), 0)
+    held: npt.NDArray[np.int64] | int = total.astype(np.int64) * req.request.milli // 1000 \
+        if req.kind is RequestKind.FRACTION else req.request.vram_mib
+    left = np.maximum(free - held, 0)
+    return np.minimum(np.floor(left * float(MILLI) / total), MILLI).astype(np.int64)
+
+
+def _first_where(mask: npt.NDArray[np.bool_], starts: npt.NDArray[np.intp]
+                 ) -> npt.NDArray[np.intp]:
+    """Per group of pairs (groups begin at ``starts``) the first pair where ``mask`` holds,
+    or the group's first pair if none does."""
+    m = len(mask)
+    first = np.minimum.reduceat(np.where(mask, np.arange(m), m), starts)
+    return np.where(first < m, first, starts).astype(np.intp)
+
+
+def first_truncated_best(before: npt.NDArray[np.float64], smallest: npt.NDArray[np.float64],
+                         group: npt.NDArray[np.intp], after: npt.NDArray[np.float64],
+                         starts: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
+    """Per node the first pair (lowest slot) whose truncated score ``floor(MAX_SCORE *
+    sigmoid((before - after) / MILLI))`` is the node's best: the simulator's loop over GPUs
+    with a strict ``>``. ``before`` and ``smallest`` (the least F after) are per node,
+    ``group`` is each pair's node.
+
+    The score falls as F after grows, so the best integer comes from the smallest F after
+    and the GPUs that reach it are those below a threshold: no sigmoid per GPU. Nodes where
+    float rounding could blur the threshold are redone exactly."""
+    best = np.floor(MAX_SCORE * sigmoid((before - smallest) / MILLI))
+    p = best / MAX_SCORE
+    with np.errstate(divide="ignore"):
+        logit = np.log(p) - np.log1p(-p)  # -inf at p = 0: every GPU reaches score 0
+    threshold = before - MILLI * logit
+    pair_threshold = threshold.take(group)
+    pick = _first_where(after <= pair_threshold, starts)
+    exact = np.floor(MAX_SCORE * sigmoid((before - after.take(pick)) / MILLI))
+    # at score 50 the threshold is exact: logit(0.5) = 0 and sigmoid(0) = 0.5
+    tolerance = 1e-6 * np.maximum(1.0, np.abs(threshold))
+    near = np.abs(after - pair_threshold) < tolerance.take(group)
+    near_group = np.logical_or.reduceat(near, starts)
+    doubtful = np.flatnonzero((exact != best) | (near_group & (best != MAX_SCORE / 2)))
+    for g in doubtful:
+        lo = int(starts[g])
+        hi = int(starts[g + 1]) if g + 1 < len(starts) else len(after)
+        scores = np.floor(MAX_SCORE * sigmoid((before[g] - after[lo:hi]) / MILLI))
+        pick[g] = lo + int(np.argmax(scores))
+    return pick
 
 
 def first_units(units: npt.NDArray[np.int16], count: int) -> npt.NDArray[np.bool_]:

@@ -1,0 +1,402 @@
+"""Benchmark of the extender verbs over real HTTP: filter and prioritize latency under gunicorn.
+
+    .venv/bin/python benchmarks/bench_verbs.py                        # 1,000 / 5,000 / 10,000
+    .venv/bin/python benchmarks/bench_verbs.py --sizes 1000 --cycles 50   # quick
+    .venv/bin/python benchmarks/bench_verbs.py --profile 5000         # where the time goes
+
+What is measured: ``gpu-extender serve --cluster-file`` (offline mode, the production code
+path minus the API server) on a generated cluster of N GPU nodes, driven the way kube-scheduler
+drives it: one keep-alive connection, one pod at a time, ``POST /filter`` then
+``POST /prioritize`` with ``NodeNames`` = every node (``percentageOfNodesToScore: 100``), a new
+pod (new UID) every cycle, so every cycle decodes the pod, runs the fit kernel, scores and
+places a reservation. Latency is client-side: from sending the request to having read the whole
+answer. Four pod kinds: typed (1 x L4), untyped (1 whole GPU of any unprotected type), MIG
+(``nvidia.com/mig-1g.10gb``) and VRAM share (``gpu-extender.io/gpu-memory: 6Gi``).
+
+The floor: a plain Flask app under the same gunicorn settings whose filter parses the body with
+orjson and answers every node feasible, and whose prioritize answers every node with score 0
+(same answer sizes as ours). Both servers run during the same invocation, on the same bodies,
+so the ratio is the extender's own cost.
+
+Cluster: per 10 nodes, 3 L4 x8, 2 T4 x4, 1 A10G x4, 1 A100-80GB x8 (protected), 1 A100-80GB
+x8 with dynamic MIG (node agent annotation), 1 A100-80GB with mixed-strategy MIG (allocatable
+counts), 1 L4 x4 time-sliced (4 replicas); about half the nodes carry a running pod with its
+``gpu-extender.io/assigned`` annotation (1-7 whole GPUs, a VRAM share or MIG instances). Fixed
+seed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import datetime
+import http.client
+import os
+import platform as host
+import pstats
+import random
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import orjson  # noqa: E402
+
+JSON = dict[str, Any]
+KINDS = ("typed", "untyped", "mig", "vram")
+VERBS = ("filter", "prioritize")
+
+
+# -- the cluster ------------------------------------------------------------------------------
+
+def _node(name: str, labels: dict[str, str], allocatable: dict[str, str],
+          annotations: dict[str, str] | None = None) -> JSON:
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **labels},
+                         "annotations": annotations or {}},
+            "status": {"allocatable": {"cpu": "96", "memory": "768Gi", "pods": "110",
+                                       **allocatable}}}
+
+
+def _gfd(product: str, memory: int, count: int, **extra: str) -> dict[str, str]:
+    return {"nvidia.com/gpu.product": product, "nvidia.com/gpu.memory": str(memory),
+            "nvidia.com/gpu.count": str(count), **extra}
+
+
+def _assigned(node: str, kind: str, type_id: str, gpus: list[JSON]) -> str:
+    return orjson.dumps({"version": 1, "node": node, "kind": kind, "type": type_id,
+                         "generation": 1, "gpus": gpus}).decode()
+
+
+def _running_pod(name: str, node: str, annotation: str, limits: dict[str, str]) -> JSON:
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "bench", "uid": f"uid-{name}",
+                         "annotations": {"gpu-extender.io/assigned": annotation}},
+            "spec": {"nodeName": node, "containers": [
+                {"name": "main", "resources": {"limits": limits,
+                                               "requests": {"cpu": "4", "memory": "16Gi"}}}]},
+            "status": {"phase": "Running"}}
+
+
+def generate_cluster(n_nodes: int, seed: int = 1) -> JSON:
+    rng = random.Random(seed)
+    items: list[JSON] = []
+    pods: list[JSON] = []
+    for i in range(n_nodes):
+        slot = i % 10
+        name = f"gpu-{i:05d}"
+        busy = rng.random() < 0.5
+        if slot in (0, 1, 2):
+            items.append(_node(name, _gfd("NVIDIA-L4", 23034, 8), {"nvidia.com/gpu": "8"}))
+            if busy and rng.random() < 0.5:
+                pods.append(_running_pod(f"vram-{i}", name, _assigned(
+                    name, "vram", "l4", [{"index": rng.randrange(8), "vramMiB": 8192}]),
+                    {"gpu-extender.io/gpu-memory": "8Gi"}))
+            elif busy:
+                k = rng.randint(1, 7)
+                pods.append(_running_pod(f"whole-{i}", name, _assigned(
+                    name, "whole", "l4", [{"index": g, "vramMiB": 23034, "whole": True}
+                                          for g in range(k)]), {"nvidia.com/gpu": str(k)}))
+        elif slot in (3, 4):
+            items.append(_node(name, _gfd("Tesla-T4", 15360, 4), {"nvidia.com/gpu": "4"}))
+            if busy:
+                k = rng.randint(1, 3)
+                pods.append(_running_pod(f"whole-{i}", name, _assigned(
+                    name, "whole", "t4", [{"index": g, "vramMiB": 15360, "whole": True}
+                                          for g in range(k)]), {"nvidia.com/gpu": str(k)}))
+        elif slot == 5:
+            items.append(_node(name, _gfd("NVIDIA-A10G", 23028, 4), {"nvidia.com/gpu": "4"}))
+        elif slot == 6:
+            items.append(_node(name, _gfd("NVIDIA-A100-SXM4-80GB", 81920, 8),
+                               {"nvidia.com/gpu": "8"}))
+        elif slot == 7:
+            gpus = [{"index": g, "uuid": f"GPU-{i}-{g}", "type": "a100-80gb",
+                     "memoryMiB": 81920, "mig": {"mode": "dynamic"}} for g in range(8)]
+            items.append(_node(name, {}, {"nvidia.com/gpu": "8"}, {
+                "gpu-extender.io/gpus": orjson.dumps({"version": 1, "gpus": gpus}).decode()}))
+            if busy:
+                pods.append(_running_pod(f"mig-{i}", name, _assigned(name, "mig", "a100-80gb", [
+                    {"index": 0, "vramMiB": 40192,
+                     "mig": {"profile": "3g.40gb", "start": 0, "slices": 4}}]),
+                    {"nvidia.com/mig-3g.40gb": "1"}))
+        elif slot == 8:
+            items.append(_node(name, _gfd("NVIDIA-A100-SXM4-80GB", 81920, 2,
+                                          **{"nvidia.com/mig.strategy": "mixed"}),
+                               {"nvidia.com/mig-1g.10gb": "7", "nvidia.com/mig-3g.40gb": "2"}))
+        else:
+            items.append(_node(name, _gfd("NVIDIA-L4", 23034, 4, **{
+                "nvidia.com/gpu.replicas": "4",
+                "nvidia.com/gpu.sharing-strategy": "time-slicing"}),
+                {"nvidia.com/gpu.shared": "16"}))
+    return {"apiVersion": "v1", "kind": "List", "items": items + pods}
+
+
+def bench_pod(kind: str, serial: int) -> JSON:
+    """A pending pod as kube-scheduler sends it (informer copy: no apiVersion/kind)."""
+    limits = {"typed": {"nvidia.com/gpu": "1"}, "untyped": {"nvidia.com/gpu": "1"},
+              "mig": {"nvidia.com/mig-1g.10gb": "1"},
+              "vram": {"gpu-extender.io/gpu-memory": "6Gi"}}[kind]
+    labels = {"app": f"bench-{kind}"}
+    if kind == "typed":
+        labels["gpu-extender.io/accelerator"] = "l4"
+    name = f"{kind}-{serial}"
+    return {"metadata": {"name": name, "namespace": "bench", "uid": f"uid-{name}",
+                         "resourceVersion": str(1000 + serial), "labels": labels,
+                         "creationTimestamp": "2026-01-01T00:00:00Z"},
+            "spec": {"schedulerName": "default-scheduler", "containers": [
+                {"name": "main", "image": "registry.example/app:1",
+                 "resources": {"limits": limits, "requests": {**limits, "cpu": "2",
+                                                              "memory": "8Gi"}}}]},
+            "status": {"phase": "Pending", "qosClass": "Burstable"}}
+
+
+# -- servers ----------------------------------------------------------------------------------
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def floor_app() -> Any:
+    """The floor: parse the body, answer every node."""
+    from flask import Flask, Response, request
+
+    app = Flask("floor")
+
+    @app.post("/filter")
+    def filter_all() -> Response:
+        args = orjson.loads(request.get_data(cache=False))
+        body = orjson.dumps({"NodeNames": args["NodeNames"], "FailedNodes": {},
+                             "FailedAndUnresolvableNodes": {}, "Error": ""})
+        return Response(body, content_type="application/json")
+
+    @app.post("/prioritize")
+    def prioritize_all() -> Response:
+        args = orjson.loads(request.get_data(cache=False))
+        body = orjson.dumps([{"Host": name, "Score": 0} for name in args["NodeNames"]])
+        return Response(body, content_type="application/json")
+
+    @app.get("/readyz")
+    def ready() -> Response:
+        return Response(b"{}", content_type="application/json")
+
+    return app
+
+
+def run_floor_server(port: int, threads: int) -> None:
+    from gunicorn.app.base import BaseApplication
+
+    from extender.server.gunicorn_conf import ServerOptions, gunicorn_settings
+
+    settings = gunicorn_settings(ServerOptions(port=port, threads=threads, log_level="warning"))
+
+    class Floor(BaseApplication):  # type: ignore[misc]
+        def load_config(self) -> None:
+            for key, value in settings.items():
+                if value is not None and key in self.cfg.settings:
+                    self.cfg.set(key, value)
+
+        def load(self) -> Any:
+            return floor_app()
+
+    Floor().run()
+
+
+@contextmanager
+def server(command: list[str], port: int) -> Iterator[None]:
+    process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL,
+                               env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        deadline = time.monotonic() + 300
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"server exited: {' '.join(command)}")
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+                conn.request("GET", "/readyz")
+                if conn.getresponse().status == 200:
+                    conn.close()
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("server not ready after 300 s")
+            time.sleep(0.2)
+        yield
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+# -- the client -------------------------------------------------------------------------------
+
+def post(conn: http.client.HTTPConnection, path: str, body: bytes) -> tuple[float, bytes]:
+    started = time.perf_counter()
+    conn.request("POST", path, body=body, headers={"Content-Type": "application/json"})
+    response = conn.getresponse()
+    data = response.read()
+    elapsed = time.perf_counter() - started
+    if response.status != 200:
+        raise RuntimeError(f"{path}: HTTP {response.status}: {data[:200]!r}")
+    return elapsed, data
+
+
+def drive(port: int, names: list[str], kind: str, *, cycles: int, warmup: int,
+          serial_base: int) -> dict[str, list[float]]:
+    """kube-scheduler's serial cycle: filter then prioritize, a new pod each time."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    times: dict[str, list[float]] = {"filter": [], "prioritize": [], "cycle": []}
+    for i in range(warmup + cycles):
+        body = orjson.dumps({"Pod": bench_pod(kind, serial_base + i), "Nodes": None,
+                             "NodeNames": names})
+        filter_s, answer = post(conn, "/filter", body)
+        doc = orjson.loads(answer)
+        if doc.get("Error"):
+            raise RuntimeError(f"filter error: {doc['Error']}")
+        prioritize_s, _ = post(conn, "/prioritize", body)
+        if i >= warmup:
+            times["filter"].append(filter_s)
+            times["prioritize"].append(prioritize_s)
+            times["cycle"].append(filter_s + prioritize_s)
+    conn.close()
+    return times
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def summarize(times: dict[str, list[float]]) -> dict[str, float]:
+    out = {}
+    for verb, values in times.items():
+        out[f"{verb}_p50_ms"] = round(statistics.median(values) * 1000, 2)
+        out[f"{verb}_p99_ms"] = round(percentile(values, 99) * 1000, 2)
+    return out
+
+
+def bench_size(n_nodes: int, cycles: int, warmup: int, threads: int) -> list[JSON]:
+    rows: list[JSON] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        cluster = generate_cluster(n_nodes)
+        path = Path(tmp) / f"cluster-{n_nodes}.json"
+        path.write_bytes(orjson.dumps(cluster))
+        names = [item["metadata"]["name"] for item in cluster["items"]
+                 if item["kind"] == "Node"]
+        ours, floor = free_port(), free_port()
+        serve = [sys.executable, "-m", "extender", "serve", "--cluster-file", str(path),
+                 "--port", str(ours), "--threads", str(threads), "--log-level", "warning"]
+        floor_cmd = [sys.executable, __file__, "--floor-server", str(floor),
+                     "--threads", str(threads)]
+        with server(serve, ours), server(floor_cmd, floor):
+            for index, kind in enumerate(KINDS):
+                measured = summarize(drive(ours, names, kind, cycles=cycles, warmup=warmup,
+                                           serial_base=index * 100_000))
+                baseline = summarize(drive(floor, names, kind, cycles=cycles, warmup=warmup,
+                                           serial_base=index * 100_000))
+                rows.append({"nodes": n_nodes, "pod": kind, **measured,
+                             **{f"floor_{k}": v for k, v in baseline.items()}})
+    return rows
+
+
+def print_table(rows: list[JSON]) -> None:
+    header = (f"{'nodes':>6} {'pod':<8} | {'filter p50/p99':>15} | {'prio p50/p99':>15} | "
+              f"{'cycle p50/p99':>15} || {'floor filter':>13} | {'floor prio':>13} | "
+              f"{'floor cycle':>13} | ratio p99")
+    print(header)
+    print("-" * len(header))
+    def pair(r: JSON, prefix: str) -> str:
+        return f"{r[prefix + '_p50_ms']:6.2f}/{r[prefix + '_p99_ms']:6.2f}"
+
+    for r in rows:
+        ratio = r["cycle_p99_ms"] / max(r["floor_cycle_p99_ms"], 1e-9)
+        print(f"{r['nodes']:>6} {r['pod']:<8} | {pair(r, 'filter'):>15} | "
+              f"{pair(r, 'prioritize'):>15} | {pair(r, 'cycle'):>15} || "
+              f"{pair(r, 'floor_filter'):>13} | {pair(r, 'floor_prioritize'):>13} | "
+              f"{pair(r, 'floor_cycle'):>13} | {ratio:5.2f}")
+
+
+# -- profile ----------------------------------------------------------------------------------
+
+def profile(n_nodes: int, cycles: int) -> None:
+    """In-process (Flask test client, no sockets): where a cycle's time goes."""
+    from extender.platform import load_platform
+    from extender.server.app import create_app
+    from extender.server.service import ExtenderService
+    from extender.sync.offline import parse_cluster_document
+
+    cluster = generate_cluster(n_nodes)
+    names = [i["metadata"]["name"] for i in cluster["items"] if i["kind"] == "Node"]
+    service = ExtenderService.from_cluster_objects(load_platform(),
+                                                   parse_cluster_document(cluster))
+    service.start()
+    client = create_app(service).test_client()
+    bodies = [orjson.dumps({"Pod": bench_pod(KINDS[i % 4], i), "Nodes": None,
+                            "NodeNames": names}) for i in range(cycles + 8)]
+    for body in bodies[:8]:
+        client.post("/filter", data=body)
+        client.post("/prioritize", data=body)
+    profiler = cProfile.Profile()
+    started = time.perf_counter()
+    profiler.enable()
+    for body in bodies[8:]:
+        client.post("/filter", data=body)
+        client.post("/prioritize", data=body)
+    profiler.disable()
+    elapsed = time.perf_counter() - started
+    print(f"{cycles} cycles, {elapsed / cycles * 1000:.2f} ms per filter+prioritize "
+          f"(in-process, profiled)")
+    pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000, 10000])
+    parser.add_argument("--cycles", type=int, default=300,
+                        help="measured filter+prioritize cycles per pod kind (default 300)")
+    parser.add_argument("--warmup", type=int, default=30)
+    parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument("--output", type=Path, help="also write the rows as JSON")
+    parser.add_argument("--profile", type=int, metavar="NODES",
+                        help="profile in-process at this size instead")
+    parser.add_argument("--floor-server", type=int, metavar="PORT", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.floor_server:
+        run_floor_server(args.floor_server, args.threads)
+        return 0
+    if args.profile:
+        profile(args.profile, args.cycles)
+        return 0
+    print(f"# {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, {host.node()}, "
+          f"{host.processor() or host.machine()}, {os.cpu_count()} CPUs, "
+          f"Python {host.python_version()}, {args.cycles} cycles/kind, "
+          f"{args.threads} threads")
+    rows: list[JSON] = []
+    for size in args.sizes:
+        rows += bench_size(size, args.cycles, args.warmup, args.threads)
+    print_table(rows)
+    if args.output:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_bytes(orjson.dumps(rows, option=orjson.OPT_INDENT_2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,139 @@
+"""Scorers worked by hand: least/most-allocated, best-fit, the registry, and the building
+blocks of the default strategy (cost of what a pod takes, dF from FGD's fragmentation)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from extender.core.fit import fit
+from extender.core.scoring.base import StrategyContext, make_strategy, strategy_names
+from extender.core.scoring.capacity import request_fraction, used_fraction
+from extender.core.scoring.fgd import first_units
+from extender.inventory import ClusterSnapshot
+from extender.model import GpuRequest
+from tests.core.helpers import (
+    catalog,
+    gpu,
+    inventory,
+    node,
+    place,
+    placement,
+    platform,
+    reference,
+    request,
+)
+
+
+def scores(name: str, snap: ClusterSnapshot, req: GpuRequest, cpu: int = 0) -> list[float]:
+    preq = placement(req, "platform", cpu)
+    result = fit(snap, preq, snap.valid_rows())
+    strategy = make_strategy(name, StrategyContext(catalog(), platform().config.scoring))
+    return [round(float(s), 6) for s in strategy.score(snap, preq, result).scores]
+
+
+def four_and_eight() -> ClusterSnapshot:
+    inv = inventory(node("four", "t4", 4), node("eight", "t4", 8))
+    place(inv, request("whole", 1), "four")
+    return inv.snapshot()
+
+
+ALLOCATION_CASES = [
+    pytest.param("least-allocated", [50.0, 87.5],
+                 # four: used 1 + the pod's 1 = 2 of 4 -> (4-2)*100/4 = 50
+                 # eight: 0 + 1 = 1 of 8 -> (8-1)*100/8 = 87.5
+                 id="least-allocated: (4-2)*100/4 = 50 and (8-1)*100/8 = 87.5"),
+    pytest.param("most-allocated", [50.0, 12.5],
+                 id="most-allocated: 2*100/4 = 50 and 1*100/8 = 12.5"),
+]
+
+
+@pytest.mark.parametrize(("name", "expected"), ALLOCATION_CASES)
+def test_allocation_scores(name: str, expected: list[float]) -> None:
+    assert scores(name, four_and_eight(), request("whole", 1)) == expected
+
+
+def test_a_share_counts_what_it_takes_of_its_best_gpu() -> None:
+    # one T4 with a 4096 MiB share: used 4096/16384 = 0.25; the pod takes another 0.25 ->
+    # requested 0.5 of 1 GPU: least (1-0.5)*100/1 = 50, most 50
+    inv = inventory(node("n", "t4", 1))
+    place(inv, request("vram", vram=4096), "n")
+    snap = inv.snapshot()
+    assert scores("least-allocated", snap, request("vram", vram=4096)) == [50.0]
+    assert scores("most-allocated", snap, request("vram", vram=4096)) == [50.0]
+
+
+def test_used_fraction_reads_slots_replicas_and_vram() -> None:
+    # T4 with 4096 MiB held: 0.25; L4 4-way sliced with 1 replica (6144 MiB) held: max(1/4,
+    # 6144/24576) = 0.25; A100 with a 3g.40gb: 4 of 8 slots = 0.5
+    inv = inventory(node("n", gpus=[gpu("t4", 0), gpu("l4", 1, replicas=4),
+                                    gpu("a100-80gb", 2, mig="dynamic")]))
+    place(inv, request("vram", vram=4096), "n")
+    place(inv, request("shared", 1), "n")
+    place(inv, request("mig", 1, mig="3g.40gb"), "n")
+    snap = inv.snapshot()
+    rows = snap.valid_rows()
+    assert used_fraction(snap, rows)[0, :3].tolist() == pytest.approx([0.25, 0.25, 0.5])
+    mig_take = request_fraction(snap, placement(request("mig", 1, mig="1g.10gb")), rows)
+    assert mig_take[0, 2] == pytest.approx(1 / 8)  # 1g.10gb spans 1 of 8 slots
+
+
+def test_best_fit_prefers_the_node_left_with_less_free_capacity() -> None:
+    # pod: 1 whole GPU, 0 CPU. Both nodes have 64000m free CPU.
+    # small (1 T4):  s = 0.5*64000/128000 + 0.5*(1000-1000)/8000 = 0.25   -> 100*(1-s) = 75
+    # large (2 T4s): s = 0.25 + 0.5*(2000-1000)/8000 = 0.3125             -> 68.75
+    # min-max: 75 -> 100, 68.75 -> 0
+    snap = inventory(node("small", "t4", 1), node("large", "t4", 2)).snapshot()
+    assert scores("best-fit", snap, request("whole", 1)) == [100.0, 0.0]
+    ref = reference()
+    raw = [ref.best_fit_raw(snap, request("whole", 1), row, [1] * snap.n_gpus)
+           for row in (0,)]
+    assert raw == [pytest.approx(75.0)]
+
+
+def test_best_fit_gives_every_node_100_when_all_are_equal() -> None:
+    snap = inventory(node("a", "t4", 1), node("b", "t4", 1)).snapshot()
+    assert scores("best-fit", snap, request("whole", 1)) == [100.0, 100.0]
+
+
+def test_the_registry_lists_every_builtin_strategy() -> None:
+    assert {"best-fit", "cost-fragmentation", "fgd", "least-allocated", "most-allocated"} <= \
+        set(strategy_names())
+    with pytest.raises(KeyError, match=r"accepted: .*best-fit"):
+        make_strategy("nope", StrategyContext(catalog(), platform().config.scoring))
+
+
+COST_CASES = [
+    pytest.param(request("fraction", milli=500), "t4", 0.265,
+                 id="0.5 of a T4 at 0.53 $/h costs 0.53*0.5 = 0.265"),
+    pytest.param(request("whole", 1, types=["a100"]), "a100-80gb", 3.43,
+                 id="a whole A100-80GB costs its price, 3.43"),
+    pytest.param(request("whole", 2), "t4", 1.06,
+                 id="two whole T4s cost 2*0.53 = 1.06"),
+    pytest.param(request("vram", vram=4096), "l4", 0.8 * 4096 / 24576,
+                 id="4096 MiB of a 24576 MiB L4 costs 0.80*4096/24576 = 0.1333"),
+    pytest.param(request("mig", 1, mig="3g.40gb", types=["a100"]), "a100-80gb", 3.43 * 4 / 8,
+                 id="a 3g.40gb spans 4 of 8 slots of an A100-80GB: 3.43*4/8 = 1.715"),
+]
+
+
+@pytest.mark.parametrize(("req", "type_id", "expected"), COST_CASES)
+def test_cost_of_what_a_pod_takes(req: GpuRequest, type_id: str, expected: float) -> None:
+    mig = "dynamic" if req.mig_profile else None
+    snap = inventory(node("n", type_id, 2, mig=mig)).snapshot()
+    preq = placement(req, "platform")
+    result = fit(snap, preq, snap.valid_rows())
+    rows = snap.valid_rows()
+    # what the default strategy charges: price x share, over the GPUs the pod would take
+    taken = first_units(result.units, req.count)
+    price = catalog().price[snap.gpu_type[rows]]
+    cost = np.where(taken, price * request_fraction(snap, preq, rows), 0.0).sum(axis=1)
+    assert float(cost[0]) == pytest.approx(expected)
+    want = reference().cost(snap, req, 0, [int(u) for u in result.units[0]], -1)
+    assert want == pytest.approx(expected)
+
+
+def test_first_units_are_the_lowest_slots_with_a_unit() -> None:
+    units = np.array([[0, 1, 1, 1], [1, 0, 0, 1]], dtype=np.int16)
+    assert first_units(units, 2).tolist() == [[False, True, True, False],
+                                              [True, False, False, True]]

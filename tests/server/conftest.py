@@ -1,0 +1,65 @@
+"""Services and Flask clients for the server tests."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask.testing import FlaskClient
+
+from extender.platform import Platform
+from extender.server.app import create_app
+from extender.server.service import ExtenderService
+from extender.sync.offline import load_cluster_file
+from tests.sync.fake_api import FakeApiServer
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+
+
+def fixture_bytes(name: str) -> bytes:
+    return (DATA / name).read_bytes()
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def online_service(platform: Platform, api: FakeApiServer, *,
+                   clock: Callable[[], float] | None = None) -> ExtenderService:
+    """A service over a fake API server, loaded from it as the first list would (no watch
+    threads: tests feed events to ``service.applier`` themselves)."""
+    service = ExtenderService(platform, api, clock=clock) if clock else \
+        ExtenderService(platform, api)
+    service.applier.replace_nodes(api.list_objects("nodes").items)
+    service.applier.replace_pods(api.list_objects("pods").items)
+    service.inventory.mark_synced()
+    return service
+
+
+@pytest.fixture
+def offline_service(platform: Platform) -> Iterator[ExtenderService]:
+    service = ExtenderService.from_cluster_objects(platform,
+                                                   load_cluster_file(DATA / "cluster.json"))
+    service.start()
+    yield service
+    service.stop()
+
+
+@pytest.fixture
+def client(offline_service: ExtenderService) -> FlaskClient:
+    return create_app(offline_service).test_client()
+
+
+def post(client: FlaskClient, path: str, body: bytes | dict[str, Any]) -> Any:
+    import orjson
+
+    data = body if isinstance(body, bytes) else orjson.dumps(body)
+    response = client.post(path, data=data, content_type="application/json")
+    assert response.status_code == 200, response.data
+    return response.get_json()

@@ -1,0 +1,111 @@
+"""Malformed bodies get a 4xx naming the field; nothing ever answers with a traceback."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+from flask.testing import FlaskClient
+
+from extender.server.service import ExtenderService
+from tests.server.conftest import fixture_bytes
+
+POD = {"metadata": {"name": "p", "namespace": "ml", "uid": "u"},
+       "spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
+
+
+def no_traceback(body: bytes) -> None:
+    assert b"Traceback" not in body and b'File "' not in body
+
+
+@pytest.mark.parametrize(("path", "body", "field"), [
+    ("/filter", b"", "body"),
+    ("/filter", b"{not json", "body"),
+    ("/filter", b"[1, 2]", "body"),
+    ("/filter", orjson.dumps({"NodeNames": ["a"]}), "Pod"),
+    ("/filter", orjson.dumps({"Pod": "p", "NodeNames": ["a"]}), "Pod"),
+    ("/filter", orjson.dumps({"Pod": POD, "NodeNames": "a,b"}), "NodeNames"),
+    ("/filter", orjson.dumps({"Pod": POD, "NodeNames": [1, 2]}), "NodeNames"),
+    ("/filter", orjson.dumps({"Pod": POD, "NodeNames": None, "Nodes": None}), "NodeNames"),
+    ("/filter", orjson.dumps({"Pod": POD, "Nodes": {"items": [{"metadata": {}}]}}),
+     "Nodes.items[0].metadata.name"),
+    ("/filter", orjson.dumps({"Pod": POD, "Nodes": {"items": "x"}}), "Nodes.items"),
+    ("/prioritize", orjson.dumps({"Pod": POD}), "NodeNames"),
+    ("/prioritize", b"null", "body"),
+    ("/bind", b"", "body"),
+    ("/bind", orjson.dumps({"PodName": "p", "PodNamespace": "ml", "Node": "n"}), "PodUID"),
+    ("/bind", orjson.dumps({"PodName": "p", "PodNamespace": "ml", "PodUID": "u",
+                            "Node": ""}), "Node"),
+    ("/bind", orjson.dumps({"PodName": 3, "PodNamespace": "ml", "PodUID": "u",
+                            "Node": "n"}), "PodName"),
+])
+def test_malformed_bodies_get_400_naming_the_field(client: FlaskClient, path: str, body: bytes,
+                                                   field: str) -> None:
+    response = client.post(path, data=body, content_type="application/json")
+    assert response.status_code == 400
+    message = response.get_json()["Error"]
+    assert message.startswith(f"{field}:"), message
+    no_traceback(response.data)
+
+
+def test_keys_match_case_insensitively_like_go(client: FlaskClient) -> None:
+    args = orjson.loads(fixture_bytes("filter_typed_nodenames.json"))
+    lowered = {"pod": args["Pod"], "nodenames": args["NodeNames"]}
+    response = client.post("/filter", data=orjson.dumps(lowered))
+    assert response.status_code == 200
+    assert response.get_json()["NodeNames"] == ["gpu-l4-0"]
+
+
+def test_wrong_method_and_unknown_paths_answer_json(client: FlaskClient) -> None:
+    for response in (client.get("/filter"), client.post("/nope", data=b"{}")):
+        assert response.status_code in (404, 405)
+        assert "Error" in response.get_json()
+        no_traceback(response.data)
+
+
+def explode(*args: Any, **kwargs: Any) -> Any:
+    raise RuntimeError("kernel exploded")
+
+
+def test_an_exception_in_filter_becomes_the_error_field(
+        client: FlaskClient, offline_service: ExtenderService,
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setattr(offline_service.verbs._evaluator, "evaluate", explode)
+    response = client.post("/filter", data=fixture_bytes("filter_typed_nodenames.json"))
+    assert response.status_code == 200
+    result = response.get_json()
+    assert result["Error"] == "internal error in filter: RuntimeError: kernel exploded"
+    assert result["NodeNames"] == []
+    no_traceback(response.data)
+    assert any(r.exc_info for r in caplog.records)  # the traceback is logged server-side
+
+
+def test_an_exception_in_prioritize_gives_no_scores(
+        client: FlaskClient, offline_service: ExtenderService,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(offline_service.verbs._strategy, "score", explode)
+    response = client.post("/prioritize", data=fixture_bytes("filter_typed_nodenames.json"))
+    assert response.status_code == 200 and response.get_json() == []
+
+
+def test_an_exception_in_bind_becomes_the_error_field(
+        client: FlaskClient, offline_service: ExtenderService,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    client.post("/filter", data=fixture_bytes("filter_typed_nodenames.json"))
+    monkeypatch.setattr(offline_service.binding._binder, "bind", explode)
+    response = client.post("/bind", data=fixture_bytes("bind_typed.json"))
+    assert response.status_code == 200
+    assert "RuntimeError" in response.get_json()["Error"]
+    no_traceback(response.data)
+    # the reservation taken for the failed bind was released
+    assert offline_service.inventory.holding("0b8e1f7a-5c1d-4a8e-9b1e-3f2a7c9d0e11") is None
+
+
+def test_an_exception_in_a_debug_endpoint_is_a_json_500(
+        client: FlaskClient, offline_service: ExtenderService,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(offline_service.verbs, "explain", explode)
+    response = client.get("/debug/explain/ml/waiting-0")
+    assert response.status_code == 500
+    assert response.get_json() == {"Error": "internal error: RuntimeError"}
