@@ -265,15 +265,12 @@ def _fit(snapshot: ClusterSnapshot, req: PlacementRequest,
         return code, params, units
 
     # -- why the others fail: per-node conditions in priority order (first match wins)
-    def count(mask: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
-        return row_count(mask)
-
     if capacity_units is not None:
         capacity = row_count(np.where(allowed, capacity_units, 0).astype(np.uint8))
         healthy_capacity = row_count(np.where(usable, capacity_units, 0).astype(np.uint8))
     else:
-        capacity = count(allowed & capable)
-        healthy_capacity = count(usable & capable)
+        capacity = row_count(allowed & capable)
+        healthy_capacity = row_count(usable & capable)
     checks: list[tuple[npt.NDArray[np.bool_], Reason]] = [
         (~snapshot.node_valid[sel], Reason.UNKNOWN_NODE),
         (~row_any(present), Reason.NO_GPUS),

@@ -198,8 +198,8 @@ class FragModel:
         return level, frag
 
     def frag_after_changes(self, snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64],
-                           level_after: npt.NDArray[np.int64], owner: npt.NDArray[np.intp],
-                           slot: npt.NDArray[np.intp], x_after: npt.NDArray[np.int64], *,
+                           level_after: npt.NDArray[np.int64], *, owner: npt.NDArray[np.intp],
+                           slot: npt.NDArray[np.intp], x_after: npt.NDArray[np.int64],
                            sets: int | None = None) -> npt.NDArray[np.float64]:
         """F after sets of changes, from the cached per-node terms: O(changes), no per-GPU
         work on the rest of the cluster.

@@ -78,34 +78,56 @@ def _order_key(shape: Shape) -> tuple[int, int, int, int, int, tuple[int, ...]]:
             tuple(-t for t in sorted(shape.types)) if shape.types is not None else ())
 
 
+def gpu_equivalents(shape: Shape) -> float:
+    """GPUs a shape takes (a VRAM share counts as a whole GPU: its fraction depends on where
+    it lands)."""
+    if shape.gpus == 0:
+        return 0.0
+    return shape.gpus * (shape.milli / 1000.0 if shape.milli > 0 else 1.0)
+
+
 class WorkloadMix:
-    """Decayed counts of observed shapes; thread-safe.
+    """Decayed counts of observed shapes, and the memory GPU pods ask per GPU; thread-safe.
 
     ``half_life`` is in observed pods: a shape seen ``half_life`` pods ago weighs half as much
     as one seen now. ``version`` changes whenever the typical shapes may have changed, so
-    scorers rebuild their tables only then.
+    scorers rebuild their tables only then. ``memory_per_gpu`` (MiB per GPU-equivalent, over
+    GPU pods) is the prior for ``memory_per_gpu()`` until pods with memory are observed.
     """
 
     def __init__(self, prior: Iterable[tuple[Shape, float]] = (), *, half_life: float = 2000,
-                 rebuild_every: int = 200) -> None:
+                 rebuild_every: int = 200, memory_per_gpu: float | None = None) -> None:
         self._decay = 0.5 ** (1.0 / half_life)
         self._counts: dict[Shape, float] = dict(prior)
         self._lock = threading.Lock()
         self._since_rebuild = 0
         self._rebuild_every = rebuild_every
+        self._memory = memory_per_gpu or 0.0
+        """Decayed MiB asked by GPU pods (with ``_gpus``: a decayed ratio)."""
+        self._gpus = 1.0 if memory_per_gpu else 0.0
         self.version = 0
 
-    def observe(self, shape: Shape | None) -> None:
+    def observe(self, shape: Shape | None, memory_mib: int = 0) -> None:
+        """Count one pod's shape; ``memory_mib``: what it asks (0: unknown, not counted)."""
         if shape is None:
             return
         with self._lock:
             for key in self._counts:
                 self._counts[key] *= self._decay
             self._counts[shape] = self._counts.get(shape, 0.0) + 1.0
+            gpus = gpu_equivalents(shape)
+            if gpus > 0 and memory_mib > 0:
+                self._memory = self._memory * self._decay + memory_mib
+                self._gpus = self._gpus * self._decay + gpus
             self._since_rebuild += 1
             if self._since_rebuild >= self._rebuild_every or len(self._counts) == 1:
                 self._since_rebuild = 0
                 self.version += 1
+
+    def memory_per_gpu(self) -> float | None:
+        """MiB GPU pods ask per GPU they take (decayed mean); ``None`` before any is known."""
+        with self._lock:
+            return self._memory / self._gpus if self._gpus > 0 and self._memory > 0 else None
 
     def typical(self, coverage: float = 0.95) -> dict[Shape, float]:
         with self._lock:

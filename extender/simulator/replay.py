@@ -144,7 +144,8 @@ class Replay:
         self.inventory = Inventory(platform.catalog, gpu_slots=max(slots, 1))
         for i in node_rng.permutation(len(scenario.nodes)):
             self.inventory.upsert_node(scenario.nodes[int(i)])
-        mix = WorkloadMix(prior=scenario.typical.items())
+        mix = WorkloadMix(prior=scenario.typical.items(),
+                          memory_per_gpu=scenario.memory_per_gpu())
         self.strategy: Strategy = platform.strategy(options.policy, workload=mix,
                                                     seed=strategy_seed)
         self.policy = options.policy or platform.config.scoring.strategy

@@ -59,6 +59,15 @@ class Scenario:
     def capacity_milli(self) -> int:
         return self.gpu_count * MILLI
 
+    def memory_per_gpu(self) -> float | None:
+        """MiB the trace's GPU pods ask per GPU of demand (the workload's prior)."""
+        counts = np.bincount(self.pod_kind, minlength=len(self.kinds))
+        memory = sum(int(c) * k.memory_mib for c, k in zip(counts, self.kinds, strict=True)
+                     if k.demand_milli > 0)
+        gpus = sum(int(c) * k.demand_milli for c, k in zip(counts, self.kinds, strict=True)
+                   ) / MILLI
+        return memory / gpus if memory > 0 and gpus > 0 else None
+
     def demand(self) -> npt.NDArray[np.int64]:
         """(n_pods,) GPU demand of each trace pod in thousandths."""
         per_kind = np.array([k.demand_milli for k in self.kinds], dtype=np.int64)

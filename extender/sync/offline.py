@@ -104,7 +104,8 @@ class OfflineCluster:
         key = _name_of(pod)
         with self._lock:
             if key not in self._pods:
-                self._pods[key] = copy.deepcopy(dict(pod))
+                # a JSON round trip copies a decoded body several times faster than deepcopy
+                self._pods[key] = orjson.loads(orjson.dumps(pod))
 
     # -- PodWriter ---------------------------------------------------------------------------
 

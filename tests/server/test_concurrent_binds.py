@@ -50,7 +50,7 @@ def test_concurrent_binds_keep_every_gpu_invariant(platform: Platform) -> None:
             args = ExtenderArgs(Pod=api.get_pod(meta["namespace"], meta["name"]), Nodes=None,
                                 NodeNames=names)
             feasible = service.verbs.filter(args)["NodeNames"] or []
-            scores = service.verbs.prioritize(args)
+            scores = service.verbs.prioritize(args).document()
             if feasible and i % 2 == 0:
                 node = max(scores, key=lambda s: s["Score"])["Host"]
         targets.append(ExtenderBindingArgs(PodName=meta["name"],

@@ -45,7 +45,7 @@ def bind_args(name: str, node: str) -> ExtenderBindingArgs:
 def schedule(service: ExtenderService, api: FakeApiServer, name: str) -> tuple[list[str], str]:
     """Filter + prioritize as kube-scheduler does; returns (feasible, top node)."""
     feasible = service.verbs.filter(args(api, name))["NodeNames"] or []
-    scores = service.verbs.prioritize(args(api, name))
+    scores = service.verbs.prioritize(args(api, name)).document()
     top = max(scores, key=lambda s: s["Score"])["Host"] if feasible else ""
     return feasible, top
 

@@ -26,7 +26,7 @@ def test_a_fresh_process_rebuilds_the_same_allocation(platform: Platform) -> Non
         meta = pod["metadata"]
         args = ExtenderArgs(Pod=api.get_pod("ml", meta["name"]), Nodes=None, NodeNames=names)
         assert service.verbs.filter(args)["NodeNames"]
-        top = max(service.verbs.prioritize(args), key=lambda s: s["Score"])["Host"]
+        top = max(service.verbs.prioritize(args).document(), key=lambda s: s["Score"])["Host"]
         result = service.binding.bind(ExtenderBindingArgs(
             PodName=meta["name"], PodNamespace="ml", PodUID=meta["uid"], Node=top))
         assert result == {"Error": ""}

@@ -98,7 +98,8 @@ class FragScorer:
             model.levels(snapshot.cpu_free[rows] - req.cpu_milli)
         pos, slot = unit_pairs(fit, positions)
         x_after = share_after_at(snapshot, req, rows.take(pos), slot)
-        after = model.frag_after_changes(snapshot, rows, level_after, pos, slot, x_after)
+        after = model.frag_after_changes(snapshot, rows, level_after, owner=pos, slot=slot,
+                                         x_after=x_after)
         return positions, rows, before, pos, slot, after
 
     def frag_after(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult
@@ -125,8 +126,9 @@ class FragScorer:
             rank = np.arange(len(pos)) - np.repeat(starts, np.diff(np.r_[starts, len(pos)]))
             keep = rank < req.count
             pos, slot = pos[keep], slot[keep]
-        after = model.frag_after_changes(snapshot, rows, level_after, pos, slot,
-                                         np.zeros(len(pos), dtype=np.int64), sets=len(rows))
+        after = model.frag_after_changes(snapshot, rows, level_after, owner=pos, slot=slot,
+                                         x_after=np.zeros(len(pos), dtype=np.int64),
+                                         sets=len(rows))
         return positions, rows, before, after
 
 
