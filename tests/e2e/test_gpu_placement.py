@@ -130,13 +130,14 @@ def test_a_pod_that_fits_nowhere_is_told_why_per_node_group(
     with gpu_cluster() as cluster:
         cluster.create_node("t4-0", {"nvidia.com/gpu": 2},
                             labels={"nvidia.com/gpu.product": "Tesla-T4"})
-        cluster.create_node("l4-0", {"nvidia.com/gpu": 4},
+        cluster.create_node("l4-0", {"nvidia.com/gpu": 2},
                             labels={"nvidia.com/gpu.product": "NVIDIA-L4"})
         cluster.create_node("h100-0", {"nvidia.com/gpu": 8},
                             labels={"cloud.google.com/gke-accelerator": "nvidia-h100-80gb"})
         cluster.create_node("cpu-0", {})
-        # 3 x L4: too many for the T4 node (in-tree count check), wrong type on the H100 node,
-        # too few GPUs on the L4 node.
+        # 3 x L4: the T4, L4 and CPU nodes have fewer than 3 GPUs (kube-scheduler's own count
+        # check says so), the H100 node has enough GPUs of the wrong type (the extender says
+        # so).
         create_pods(cluster, [gpu_pod("big", {"nvidia.com/gpu": 3},
                                       labels={"gpu-extender.io/accelerator": "l4"})])
         message = wait_rejected(cluster, "big")

@@ -102,7 +102,8 @@ class CostFragmentation:
         share = request_fraction(snapshot, req, rows)
         if after.ndim == 2:  # a one-GPU share: the GPU first
             fits = units > 0
-            bucket = np.where(fits, buckets((after - before[:, None]) / MILLI,
+            finite = np.where(fits, after, before[:, None])  # inf where the share cannot go
+            bucket = np.where(fits, buckets((finite - before[:, None]) / MILLI,
                                             self.resolution), np.iinfo(np.int64).max // 4)
             free = gpu_state(snapshot, rows).x
             choice = np.argmin(bucket * (MILLI + 1) + free, axis=1).astype(np.int16)
