@@ -4,7 +4,8 @@ Usage (from the repository root)::
 
     .venv/bin/python benchmarks/placement.py                       # default trace, all policies
     .venv/bin/python benchmarks/placement.py --traces all --policies fgd,cost-fragmentation
-    .venv/bin/python benchmarks/placement.py --fleet ../shared/data/alibaba_spot_gpu_v2026/node_info_df.csv
+    .venv/bin/python benchmarks/placement.py --fleet \
+        ../shared/data/alibaba_spot_gpu_v2026/node_info_df.csv
     .venv/bin/python benchmarks/placement.py --report-only         # tables and plot again
 
 Each replay appends one row to ``results.csv`` and one curve to ``curves.jsonl`` in

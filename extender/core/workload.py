@@ -114,13 +114,15 @@ class WorkloadMix:
         with self._lock:
             for key in self._counts:
                 self._counts[key] *= self._decay
+            new_shape = shape not in self._counts
             self._counts[shape] = self._counts.get(shape, 0.0) + 1.0
             gpus = gpu_equivalents(shape)
             if gpus > 0 and memory_mib > 0:
                 self._memory = self._memory * self._decay + memory_mib
                 self._gpus = self._gpus * self._decay + gpus
             self._since_rebuild += 1
-            if self._since_rebuild >= self._rebuild_every or len(self._counts) == 1:
+            # a new shape may enter the typical set at once; otherwise the mix drifts slowly
+            if self._since_rebuild >= self._rebuild_every or new_shape:
                 self._since_rebuild = 0
                 self.version += 1
 

@@ -113,33 +113,32 @@ def load_fleet_nodes(path: str | Path) -> list[tuple[str, str, int, int]]:
     """(name, model, GPUs, vCPU) per node of a spot-gpu ``node_info_df.csv``."""
     source = str(path)
     try:
-        handle = Path(path).open(newline="", encoding="utf-8")
-    except OSError as exc:
-        raise TraceError(source, f"cannot read: {exc.strerror}") from exc
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TraceError(source, f"cannot read: {getattr(exc, 'strerror', exc)}") from exc
     rows: list[tuple[str, str, int, int]] = []
-    with handle:
-        reader = csv.DictReader(handle)
-        header = reader.fieldnames or []
-        missing = [c for c in FLEET_COLUMNS if c not in header]
-        if missing:
-            raise TraceError(source, f"missing column(s) {', '.join(missing)}; expected "
-                                     f"{','.join(FLEET_COLUMNS)}", line=1)
-        for row in reader:
-            line = reader.line_num
-            model = (row.get("gpu_model") or "").strip()
-            if model not in FLEET_MODELS:
-                raise TraceError(source, f"unknown GPU model (accepted: "
-                                         f"{', '.join(sorted(FLEET_MODELS))})", line=line,
-                                 column="gpu_model", value=model)
-            numbers = []
-            for column in ("gpu_capacity_num", "cpu_num"):
-                raw = (row.get(column) or "").strip()
-                if not raw.isdigit() or int(raw) < 1:
-                    raise TraceError(source, "must be a positive integer", line=line,
-                                     column=column, value=raw)
-                numbers.append(int(raw))
-            rows.append((f"spot-node-{(row.get('node_name') or '').strip() or line}", model,
-                         numbers[0], numbers[1]))
+    reader = csv.DictReader(text.splitlines())
+    header = reader.fieldnames or []
+    missing = [c for c in FLEET_COLUMNS if c not in header]
+    if missing:
+        raise TraceError(source, f"missing column(s) {', '.join(missing)}; expected "
+                                 f"{','.join(FLEET_COLUMNS)}", line=1)
+    for row in reader:
+        line = reader.line_num
+        model = (row.get("gpu_model") or "").strip()
+        if model not in FLEET_MODELS:
+            raise TraceError(source, f"unknown GPU model (accepted: "
+                                     f"{', '.join(sorted(FLEET_MODELS))})", line=line,
+                             column="gpu_model", value=model)
+        numbers = []
+        for column in ("gpu_capacity_num", "cpu_num"):
+            raw = (row.get(column) or "").strip()
+            if not raw.isdigit() or int(raw) < 1:
+                raise TraceError(source, "must be a positive integer", line=line,
+                                 column=column, value=raw)
+            numbers.append(int(raw))
+        rows.append((f"spot-node-{(row.get('node_name') or '').strip() or line}", model,
+                     numbers[0], numbers[1]))
     if not rows:
         raise TraceError(source, "no nodes in the file")
     return rows

@@ -174,7 +174,7 @@ class Replay:
         recorder = Recorder(self.frag_model, snapshot, scenario.capacity_milli)
         observer = self.strategy if isinstance(self.strategy, PlacementObserver) else None
         failures: Counter[str] = Counter()
-        placed_by_label: dict[str, Counter[str]] = {}
+        placed_by_label: dict[str, dict[str, float]] = {}
         placed = failed = failed_milli = untyped_on_protected = 0
         for j, k in enumerate(self.order):
             entry = self._kinds[int(scenario.pod_kind[int(k)])]
@@ -196,10 +196,11 @@ class Replay:
             if observer is not None:
                 observer.placed(after, entry.request, row, assignment)
             placed += 1
-            label = placed_by_label.setdefault(kind.label or "all", Counter())
+            label = placed_by_label.setdefault(kind.label or "all", {"pods": 0.0})
             label["pods"] += 1
             if type_index >= 0:
-                label[catalog.id_of(type_index)] += gpus
+                type_id = catalog.id_of(type_index)
+                label[type_id] = label.get(type_id, 0.0) + gpus
                 if kind.request.types is None and catalog.protected[type_index]:
                     untyped_on_protected += 1
             recorder.arrival(kind.demand_milli, gpus,

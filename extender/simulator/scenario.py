@@ -8,7 +8,6 @@ GPU, the x-axis of every curve ("arrived GPU demand", FGD's ``arrived_gpu_milli`
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -77,13 +76,13 @@ class Scenario:
 def shape_counts(kinds: tuple[PodKind, ...], pod_kind: npt.NDArray[np.int64]
                  ) -> dict[Shape, float]:
     """How many trace pods have each shape (memory excluded, CPU-only pods included)."""
-    counts: Counter[Shape] = Counter()
+    counts: dict[Shape, float] = {}
     per_kind = np.bincount(pod_kind, minlength=len(kinds))
     for kind, count in zip(kinds, per_kind, strict=True):
         shape = shape_of(None if not kind.gpu_pod else kind.request, kind.cpu_milli)
         if shape is not None and count > 0:
-            counts[shape] += float(count)
-    return dict(counts)
+            counts[shape] = counts.get(shape, 0.0) + float(count)
+    return counts
 
 
 def openb_scenario(trace: Trace, *, pods_source: str = "pods", nodes_source: str = "nodes",

@@ -4,6 +4,7 @@ the JSON schema and the fragmentation curve."""
 from __future__ import annotations
 
 import functools
+import itertools
 
 import numpy as np
 import pytest
@@ -40,7 +41,7 @@ def test_every_policy_replays_a_generated_trace(policy: str) -> None:
     curve = result.curve
     assert [p.arrived_pct for p in curve] == list(range(len(curve)))
     allocated = [p.allocated_pct for p in curve]
-    assert all(b >= a - 1e-9 for a, b in zip(allocated, allocated[1:], strict=False))
+    assert all(b >= a - 1e-9 for a, b in itertools.pairwise(allocated))
     assert all(p.allocated_pct <= min(100.0, p.arrived_pct + 1.0) for p in curve)
     # the recorder agrees with the inventory on what is held
     snap = run.inventory.snapshot()

@@ -17,7 +17,8 @@ n0,96000,393216,8,G2
 n1,104000,524288,2,T4
 n2,32000,65536,0,
 """
-PODS = """name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time
+PODS = """name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,\
+deletion_time,scheduled_time
 p0,12000,16384,1,1000,,LS,Running,0,10,0
 p1,6000,12288,1,460,V100M16|V100M32,LS,Running,1,10,1
 p2,4000,0,0,0,,BE,Failed,2,3,2
@@ -54,9 +55,10 @@ def test_trace_pods_become_the_requests_the_decoder_would_produce(tmp_path: Path
     assert requests[0].kind is RequestKind.WHOLE and requests[0].count == 1
     assert requests[0].types is None
     assert requests[1].kind is RequestKind.FRACTION and requests[1].milli == 460
-    assert requests[1].types == {catalog.index_of("v100-16gb"), catalog.index_of("v100-32gb")}
+    assert requests[1].types == frozenset({catalog.index_of("v100-16gb"),
+                                           catalog.index_of("v100-32gb")})
     assert requests[2].count == 0  # CPU-only
-    assert requests[3].types == {catalog.index_of("openb-g2")}  # a trace-local type
+    assert requests[3].types == frozenset({catalog.index_of("openb-g2")})  # trace-local
     g2 = scenario.nodes[0]
     assert len(g2.gpus) == 8 and catalog.id_of(g2.gpus[0].type_index) == "openb-g2"
     assert scenario.gpu_count == 10 and scenario.capacity_milli == 10_000

@@ -173,7 +173,7 @@ class GpuClustering:
 
     def score(self, snapshot: ClusterSnapshot, req: PlacementRequest,
               fit: FitResult) -> ScoreResult:
-        positions, rows = fitting(fit)
+        _, rows = fitting(fit)
         name = affinity(req)
         if name is None:
             return ScoreResult(rows, np.zeros(len(rows)), no_choice(len(rows)))

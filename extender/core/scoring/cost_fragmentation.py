@@ -40,13 +40,14 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from extender.core.fit import FitResult
-from extender.core.frag import MILLI, gpu_state
+from extender.core.fit import FitResult, row_any
+from extender.core.frag import MILLI
 from extender.core.request import PlacementRequest
 from extender.core.scoring.base import MAX_SCORE, ScoreResult, StrategyContext, register
-from extender.core.scoring.capacity import request_fraction, used_fraction
-from extender.core.scoring.fgd import FragScorer, first_units
+from extender.core.scoring.capacity import unit_take, used_total
+from extender.core.scoring.fgd import FragScorer
 from extender.inventory.snapshot import ClusterSnapshot
+from extender.model import RequestKind
 
 RESOLUTION = 0.04
 """GPUs per fragmentation bucket: one point of FGD's ``floor(100 sigmoid(-dF))`` near 0."""
@@ -93,63 +94,90 @@ class CostFragmentation:
         self.resolution = context.weight("fragResolution", RESOLUTION)
         self.memory_weight = context.weight("memoryWeight", 1.0)
         self.salt = int(context.rng.integers(1 << 31))
+        self.typed_cost = context.weight("typedCost", 1.0) > 0
 
     def score(self, snapshot: ClusterSnapshot, req: PlacementRequest,
               fit: FitResult) -> ScoreResult:
-        positions, rows, before, after = self.frag.frag_after(snapshot, req, fit)
-        n = len(rows)
-        units = fit.units[positions]
-        share = request_fraction(snapshot, req, rows)
-        if after.ndim == 2:  # a one-GPU share: the GPU first
-            fits = units > 0
-            finite = np.where(fits, after, before[:, None])  # inf where the share cannot go
-            bucket = np.where(fits, buckets((finite - before[:, None]) / MILLI,
-                                            self.resolution), np.iinfo(np.int64).max // 4)
-            free = gpu_state(snapshot, rows).x
-            choice = np.argmin(bucket * (MILLI + 1) + free, axis=1).astype(np.int16)
-            index = np.arange(n)
-            delta = (after[index, choice] - before) / MILLI
-            taken = np.zeros(units.shape, dtype=bool)
-            taken[index, choice] = True
+        if req.kind in (RequestKind.FRACTION, RequestKind.VRAM):
+            rows, delta, choice, taken = self._share(snapshot, req, fit)
         else:
+            positions, rows, before, after = self.frag.frag_after(snapshot, req, fit)
             delta = (after - before) / MILLI
-            choice = np.full(n, -1, dtype=np.int16)
-            taken = first_units(units, req.count)
-        loss = delta + self.memory_weight * self._stranded(snapshot, req, rows, share, taken)
+            choice = np.full(len(rows), -1, dtype=np.int16)
+            taken = unit_take(snapshot, req, rows, fit.units[positions]) * req.count
+        loss = delta + self.memory_weight * self._stranded(snapshot, req, rows, taken)
         if self.cost_weight:
-            loss = loss * self._price_ratio(snapshot, rows, taken) ** self.cost_weight
-        idle = (snapshot.pods[rows] == 0).all(axis=1).astype(np.int64)
+            loss = loss * self._price_ratio(snapshot, rows, choice) ** self.cost_weight
+        idle = (~row_any(snapshot.pods[rows] > 0)).astype(np.int64)
         priority = ((rows + self.salt) * HASH) & 0xFFFFFFFF
-        rank = dense_rank(buckets(loss, self.resolution), idle, priority)
+        if self.typed_cost and self._names_alternatives(snapshot, req):
+            cents = np.round(self._price_ratio(snapshot, rows, choice) * 1000).astype(np.int64)
+            rank = dense_rank(buckets(loss, self.resolution), idle, cents, priority)
+        else:
+            rank = dense_rank(buckets(loss, self.resolution), idle, priority)
         return ScoreResult(rows, rank_scores(rank), choice)
 
+    def _share(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult
+               ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64],
+                          npt.NDArray[np.int16], npt.NDArray[np.float64]]:
+        """A one-GPU share: (rows, dF of each node's GPU, that GPU, GPU-equivalents taken).
+        The GPU: the smallest dF bucket, then the least free thousandths, then the lowest
+        slot."""
+        _, rows, before, pos, slot, after = self.frag.share_pairs(snapshot, req, fit)
+        n = len(rows)
+        choice = np.full(n, -1, dtype=np.int16)
+        delta = np.zeros(n)
+        taken = np.zeros(n)
+        if len(pos) == 0:
+            return rows, delta, choice, taken
+        at = rows.take(pos)
+        total = np.maximum(snapshot.total_mib[at, slot].astype(np.int64), 1)
+        free = np.clip(snapshot.free_mib[at, slot].astype(np.int64), 0, None) * MILLI // total
+        key = buckets((after - before.take(pos)) / MILLI, self.resolution) * (MILLI + 1) + \
+            np.minimum(free, MILLI)
+        order = np.lexsort((key, pos))  # by node, then key; pairs of a node are contiguous
+        first = order[np.flatnonzero(np.r_[True, np.diff(pos[order]) != 0])]
+        owners = pos[first]
+        choice[owners] = slot[first]
+        delta[owners] = (after[first] - before[owners]) / MILLI
+        taken[owners] = req.request.milli / MILLI if req.kind is RequestKind.FRACTION else \
+            req.request.vram_mib / total[first]
+        return rows, delta, choice, taken
+
     def _stranded(self, snapshot: ClusterSnapshot, req: PlacementRequest,
-                  rows: npt.NDArray[np.int64], share: npt.NDArray[np.float64],
-                  taken: npt.NDArray[np.bool_]) -> npt.NDArray[np.float64]:
+                  rows: npt.NDArray[np.int64], taken: npt.NDArray[np.float64]
+                  ) -> npt.NDArray[np.float64]:
         """(n,) dS: GPUs the placement leaves without the memory their pods would need."""
         per_gpu = self.context.workload.memory_per_gpu()
         if not per_gpu or self.memory_weight == 0:
             return np.zeros(len(rows))
-        free = (1.0 - used_fraction(snapshot, rows)).sum(axis=1)
+        held, count = used_total(snapshot, rows)
+        free = count - held
         memory = snapshot.memory_free[rows].astype(np.float64)
         before = np.maximum(0.0, free - memory / per_gpu)
-        after = np.maximum(0.0, free - np.where(taken, share, 0.0).sum(axis=1)
-                           - (memory - req.memory_mib) / per_gpu)
+        after = np.maximum(0.0, free - taken - (memory - req.memory_mib) / per_gpu)
         out: npt.NDArray[np.float64] = after - before
         return out
 
     @staticmethod
+    def _names_alternatives(snapshot: ClusterSnapshot, req: PlacementRequest) -> bool:
+        """The pod named GPU types itself, and they differ in price."""
+        types = req.request.types
+        if not types or len(types) < 2:
+            return False
+        prices = {float(snapshot.catalog.price[t]) for t in types}
+        return len(prices) > 1
+
+    @staticmethod
     def _price_ratio(snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64],
-                     taken: npt.NDArray[np.bool_]) -> npt.NDArray[np.float64]:
-        """(n,) price of the node's GPU type (the one the pod takes) over the mean price of
-        the cluster's GPUs."""
+                     choice: npt.NDArray[np.int16]) -> npt.NDArray[np.float64]:
+        """(n,) price of the GPU type the pod takes on each node (its chosen GPU, else the
+        node's first) over the mean price of the cluster's GPUs."""
         catalog = snapshot.catalog
         gpu_type = snapshot.gpu_type
         present = gpu_type >= 0
         mean = float(catalog.price[gpu_type[present]].mean()) if present.any() else 1.0
-        types = gpu_type[rows]
-        own = np.where(taken, types, -1).max(axis=1)
-        own = np.where(own >= 0, own, types.max(axis=1))
-        price = catalog.price[np.where(own >= 0, own, catalog.unknown_index)]
+        types = gpu_type[rows, np.maximum(choice, 0)]
+        price = catalog.price[np.where(types >= 0, types, catalog.unknown_index)]
         out: npt.NDArray[np.float64] = price / max(mean, 1e-9)
         return out
