@@ -1,38 +1,52 @@
-"""The default: place a pod where the fewest GPUs (or dollars of GPUs) become unusable, on a
-node already in use, in a stable node order.
+"""The default: place a pod where the fewest GPUs become unusable, on a node already in use.
 
-Details: for each fitting node ``n`` (and, for a one-GPU share, each GPU it fits on)::
+Details: for each fitting node ``n`` (for a one-GPU share: each GPU of ``n`` it fits on)::
 
-    dF   = F_n(after) - F_n(before)        FGD's fragmentation against the typical shapes
-    dS   = S_n(after) - S_n(before)        GPUs stranded by memory:
-           S_n = max(0, free GPUs of n - free memory of n / m)
-           m   = MiB the workload's GPU pods ask per GPU (``WorkloadMix.memory_per_gpu``)
-    loss = (dF + dS) x (p_t / p_mean) ^ w  in GPUs (w = 0) or GPU-dollars (w = 1)
-    key  = ( ceil(loss / 0.04),            fragmentation first, at FGD's resolution
-             0 if n holds a GPU pod else 1, consolidate: do not open a node needlessly
-             priority(n) )                 a fixed pseudo-random node order (salted hash)
+    dF    = F_n(after) - F_n(before)      FGD's fragmentation against the typical shapes, GPUs
+    dS    = S_n(after) - S_n(before)      GPUs stranded by memory, with
+            S_n = max(0, free GPUs of n - free MiB of n / m)
+            m   = MiB the workload's GPU pods ask per GPU (``WorkloadMix.memory_per_gpu``)
+    dC    = g x claim(t)                  typed demand displaced: g GPUs of type t taken,
+            claim(t) = min(1, share of the typical GPU demand naming t / t's share of GPUs)
+    loss  = (dF + dS + dC) x (p_t / p_mean) ^ w      GPUs (w = 0, default) or GPU-dollars (1)
+    key   = ( ceil(loss / 0.04),          fragmentation first, at FGD's resolution
+              0 if n holds a GPU pod else 1,  consolidate: open an idle node only if better
+              p_t  if the pod itself names types of different prices, else 0,
+              priority(n) )               a fixed pseudo-random node order (salted hash)
 
 compared lexicographically; the best key scores ``MAX_SCORE``, the next ``MAX_SCORE - 10``...
-(floored at 0), so the extender's top choice alone gets 10 after the wire's rescale. A share
-takes the GPU with the smallest ``ceil(dF / 0.04)``, then the least free thousandths.
+(floored at 0), so after the wire's rescale to 0..10 the top node alone gets 10. Keys never
+tie (the priority is unique), so the result does not depend on how the caller breaks ties. A
+share takes the GPU with the smallest ``ceil(dF / 0.04)``, then the least free thousandths.
 
-Why each part (measured on the openb default trace, medians of seeds 42-51, FGD 4.87 %
-unallocated at 100 % arrived; see benchmarks/README.md):
+Fragmentation is the lever, cost the tie-breaker, both in GPUs: every term of ``loss`` is
+GPUs that future pods lose (fragmented, stranded without memory, or taken from pods that can
+run nowhere else). Cost decides in two places only: between the types a pod names itself
+(``a100|h800``: the cheaper one, when fragmentation and consolidation are equal - the
+"cheapest type that fits first" of the product brief, within what the pod accepts), and, with
+``weights.costWeight: 1``, as the exchange rate that turns stranded GPUs into stranded dollars.
 
-- FGD's fragmentation, bucketed at 0.04 GPU (one point of FGD's truncated sigmoid) with
-  ``ceil`` (any increase is worse than none, as FGD's ``floor`` makes it). Exact float dF is
-  worse (5.8 %): it turns near-ties into decisions and breaks consolidation; so is 0.02 (5.3 %).
-- Memory: FGD ignores it, yet 321 of the 361 pods FGD fails at 100 % had a node with the GPU
-  and the CPU free but not the memory (G2 nodes hold 48 GiB per GPU, the pods ask 40). ``dS``
-  counts the GPUs a placement leaves without the memory their future pods need.
-- Consolidation and a fixed order: ties on a fixed node order (a first fit) are what makes FGD
-  work at all (10.4 % with random ties). Kube-scheduler breaks ties at random, so the order
-  is part of the score here: used nodes first, then a salted hash of the row. Packing by
-  fullness instead (best fit) and every type-structured order were worse (5.7-9.4 %).
-- Cost: prices enter as the exchange rate of stranded capacity (``weights.costWeight``): with
-  w = 1 stranding a T4 (0.53 $/h) weighs half as much as stranding a G2 (1.01 $/h). Steering
-  pods to cheap types directly (cheapest type first, or cheapest among empty nodes) cost 1.2
-  points of allocation on openb, because it orders nodes by type; see the README.
+Why each part (openb traces, medians over seeds 42-51, unallocated GPU % at 100 % arrived; the
+full tables are in benchmarks/README.md; FGD 4.87 % on the default trace):
+
+- dF bucketed at 0.04 GPU (one point of FGD's truncated sigmoid) with ``ceil`` (any increase
+  is worse than none, as FGD's ``floor`` makes it). Exact float dF is worse (5.8-5.9 %): it
+  turns near-ties into decisions and breaks consolidation; 0.02 gives 5.3 %.
+- dS: FGD ignores memory, yet 321 of the 361 pods FGD fails at 100 % had a node with the GPU
+  and the CPU free but not the memory (G2 nodes hold 48 GiB per GPU; GPU pods ask 40 GiB per
+  GPU). Without dS: 4.76 %, with: 4.39 %.
+- dC: with type constraints (gpuspec traces) dS alone sends memory-hungry untyped pods to
+  the memory-rich T4/V100 nodes that T4- and V100-typed pods need (gpuspec25: 6.1 % against
+  FGD's 5.9 %); with dC: 5.0 %. FGD's own term for this (idle capacity of a node counts as
+  fragment for shapes that cannot use its type) is small, ``p_m`` per shape.
+- Consolidation on a fixed order: FGD works through ties going to the first node of a seeded
+  order (10.4 % with random ties). Kube-scheduler breaks ties at random, so the order is part
+  of the key here: used nodes first, then a salted hash of the row. Packing by fullness (best
+  fit: 7.3 %, relative fullness: 5.8 %) and type-structured orders (by CPU per GPU, cheapest
+  or dearest idle node first: 6.1-9.4 %) were all worse than a pseudo-random order.
+- Cost ahead of the node order costs allocation on openb: cheapest type first 7.8 %; cost as
+  the tie-break after dF and consolidation 6.1 %; ``costWeight: 1`` 4.48 % (and failures
+  from 90 % arrived instead of 95 %), hence the default 0.
 """
 
 from __future__ import annotations
@@ -46,6 +60,7 @@ from extender.core.request import PlacementRequest
 from extender.core.scoring.base import MAX_SCORE, ScoreResult, StrategyContext, register
 from extender.core.scoring.capacity import unit_take, used_total
 from extender.core.scoring.fgd import FragScorer
+from extender.core.workload import gpu_equivalents
 from extender.inventory.snapshot import ClusterSnapshot
 from extender.model import RequestKind
 
@@ -83,7 +98,9 @@ def buckets(loss: npt.NDArray[np.float64], resolution: float) -> npt.NDArray[np.
 @register("cost-fragmentation")
 class CostFragmentation:
     """Weights (``scoring.weights``): ``costWeight`` (w above, default 0), ``fragResolution``
-    (GPUs per bucket, default 0.04), ``memoryWeight`` (factor on dS, default 1)."""
+    (GPUs per bucket, default 0.04), ``memoryWeight`` (factor on dS, default 1),
+    ``claimWeight`` (factor on dC, default 1), ``typedCost`` (1: the pod's own types by
+    price, the default; 0: off)."""
 
     name = "cost-fragmentation"
 
@@ -95,6 +112,9 @@ class CostFragmentation:
         self.memory_weight = context.weight("memoryWeight", 1.0)
         self.salt = int(context.rng.integers(1 << 31))
         self.typed_cost = context.weight("typedCost", 1.0) > 0
+        self.claim_weight = context.weight("claimWeight", 1.0)
+        self._claim_key: tuple[int, int] | None = None
+        self._claim = np.zeros(0)
 
     def score(self, snapshot: ClusterSnapshot, req: PlacementRequest,
               fit: FitResult) -> ScoreResult:
@@ -106,6 +126,9 @@ class CostFragmentation:
             choice = np.full(len(rows), -1, dtype=np.int16)
             taken = unit_take(snapshot, req, rows, fit.units[positions]) * req.count
         loss = delta + self.memory_weight * self._stranded(snapshot, req, rows, taken)
+        if self.claim_weight:
+            loss = loss + self.claim_weight * taken * self._claims(snapshot)[
+                self._taken_type(snapshot, rows, choice)]
         if self.cost_weight:
             loss = loss * self._price_ratio(snapshot, rows, choice) ** self.cost_weight
         idle = (~row_any(snapshot.pods[rows] > 0)).astype(np.int64)
@@ -159,11 +182,46 @@ class CostFragmentation:
         out: npt.NDArray[np.float64] = after - before
         return out
 
+    def _claims(self, snapshot: ClusterSnapshot) -> npt.NDArray[np.float64]:
+        """(n_types + 1,) typed claim on each type: the share of the typical GPU demand that
+        names the type (split evenly over the types a shape names) over the type's share of
+        the cluster's GPUs, at most 1. Cached per mix version and cluster size."""
+        model = self.frag.model()
+        key = (id(model), snapshot.n_nodes)
+        if self._claim_key == key:
+            return self._claim
+        n_types = len(snapshot.catalog) + 1
+        demand = np.zeros(n_types)
+        total = 0.0
+        for shape, weight in model.shapes.items():
+            gpus = gpu_equivalents(shape)
+            total += weight * gpus
+            if shape.types:
+                for t in shape.types:
+                    demand[t] += weight * gpus / len(shape.types)
+        present = snapshot.gpu_type[snapshot.gpu_type >= 0]
+        capacity = np.bincount(present, minlength=n_types).astype(np.float64)
+        share = capacity / max(capacity.sum(), 1.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            claim = np.where(share > 0, demand / max(total, 1e-9) / share, 0.0)
+        self._claim = np.minimum(claim, 1.0)
+        self._claim_key = key
+        return self._claim
+
+    @staticmethod
+    def _taken_type(snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64],
+                    choice: npt.NDArray[np.int16]) -> npt.NDArray[np.int64]:
+        """(n,) catalog type of the GPU the pod takes on each node (its chosen GPU, else the
+        node's first GPU; the unknown index on a node without GPUs)."""
+        types = snapshot.gpu_type[rows, np.maximum(choice, 0)].astype(np.int64)
+        return np.where(types >= 0, types, snapshot.catalog.unknown_index)
+
     @staticmethod
     def _names_alternatives(snapshot: ClusterSnapshot, req: PlacementRequest) -> bool:
-        """The pod named GPU types itself, and they differ in price."""
+        """The pod named GPU types itself, and they differ in price (a pod that takes no GPU
+        pays for none)."""
         types = req.request.types
-        if not types or len(types) < 2:
+        if not types or len(types) < 2 or (req.kind is RequestKind.WHOLE and req.count == 0):
             return False
         prices = {float(snapshot.catalog.price[t]) for t in types}
         return len(prices) > 1
