@@ -6,8 +6,9 @@ trace (``../shared/data/openb``; see the placement-benchmarks reference):
 - nodes: G2 8 x GPU 96 vCPU (45 %), T4 2 x GPU 104 vCPU (33 %), P100 2 x GPU 64 vCPU (11 %),
   G3 8 x GPU 128 vCPU (3 %), V100M16 4 x GPU 96 vCPU (5 %), V100M32 8 x GPU 96 vCPU (3 %);
 - pods: 13 % CPU-only, 38 % GPU shares (``gpu_milli`` drawn from the trace's most common
-  shares), 48 % one whole GPU, 1 % 2/4/8 GPUs; CPU and memory drawn from the trace's common
-  sizes; ``typed`` of the GPU pods carry a ``gpu_spec`` of one or two models present;
+  shares), 48 % one whole GPU, 1 % 2/4/8 GPUs; CPU drawn from the trace's common sizes (a
+  share asks that much times its share), 3.5 GiB of memory per vCPU; ``typed`` of the GPU
+  pods carry a ``gpu_spec`` of one or two models present;
 - size: pods are drawn until their GPU demand reaches ``load`` x capacity (the default trace
   asks for 0.98 x capacity).
 
@@ -45,6 +46,8 @@ SHARES = (810, 470, 320, 650, 230, 460, 590, 160, 550, 220)
 SHARE_WEIGHTS = (0.35, 0.24, 0.11, 0.08, 0.05, 0.05, 0.04, 0.03, 0.03, 0.02)
 CPU_SIZES = (3_152, 4_000, 6_000, 8_000, 11_300, 11_908, 12_000, 16_000)
 MULTI_GPU = ((2, 32_000), (4, 48_000), (8, 88_000))
+MEMORY_PER_CORE = 3_584
+"""MiB per requested vCPU (the default trace's GPU pods ask ~3.7 GiB per vCPU)."""
 POD_CLASSES = ("cpu", "share", "whole", "multi")
 POD_CLASS_WEIGHTS = (0.13, 0.38, 0.48, 0.01)
 
@@ -71,7 +74,9 @@ def _pod(rng: np.random.Generator, i: int, models: list[str], typed: float) -> T
     if num_gpu > 0 and models and rng.random() < typed:
         size = min(len(models), 1 + int(rng.integers(2)))
         spec = tuple(sorted(str(m) for m in rng.choice(models, size=size, replace=False)))
-    memory = int(cpu // 1000 * 4096 * (1 + int(rng.integers(2))))
+    if kind == "share":  # a share asks CPU in proportion (0.47 of a GPU: 0.47 of the CPU)
+        cpu = max(1_000, cpu * milli // MILLI // 100 * 100)
+    memory = MEMORY_PER_CORE * (cpu // 1000)
     return TracePod(name=f"syn-pod-{i:05d}", cpu_milli=cpu, memory_mib=memory,
                     num_gpu=num_gpu, gpu_milli=milli, gpu_spec=spec)
 

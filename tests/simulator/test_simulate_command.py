@@ -26,7 +26,8 @@ def test_generated_run_writes_json_and_a_summary(tmp_path: Path,
     data = json.loads(out.read_text())
     assert data["policy"] == "fgd" and data["seed"] == 3
     assert data["trace"] == "synthetic-3"
-    assert data["curve"][0]["arrived_pct"] == 0
+    pcts = [p["arrived_pct"] for p in data["curve"]]
+    assert pcts == sorted(pcts) and 100 in pcts  # a small cluster may skip the first 1 %s
 
 
 def test_trace_files_and_the_default_policy(tmp_path: Path,
