@@ -125,23 +125,40 @@ class LocalCluster:
     ) -> None:
         self.stop(keep_dir=exc is not None)
 
-    def start(self) -> LocalCluster:
+    def start(self, attempts: int = 3) -> LocalCluster:
+        """Start everything; a start that failed because a picked port was taken meanwhile
+        is retried with new ports (up to ``attempts`` times)."""
         began = time.monotonic()
-        self._workdir = Path(tempfile.mkdtemp(prefix="localcluster-"))
-        try:
-            self._start_all()
-        except KeyboardInterrupt:
-            self.stop(keep_dir=True)
-            raise
-        except Exception as error:
-            workdir = self._workdir
-            self._report_failure(error)
-            self.stop(keep_dir=True)
-            raise ClusterStartupError(
-                f"local cluster failed to start: {error}\n(all logs kept in {workdir})", workdir
-            ) from error
+        for attempt in range(1, attempts + 1):
+            self._workdir = Path(tempfile.mkdtemp(prefix="localcluster-"))
+            try:
+                self._start_all()
+            except KeyboardInterrupt:
+                self.stop(keep_dir=True)
+                raise
+            except Exception as error:
+                workdir = self._workdir
+                if attempt < attempts and self._port_taken():
+                    print(f"localcluster: a port was taken, retrying ({error})",
+                          file=sys.stderr)
+                    self.stop()
+                    continue
+                self._report_failure(error)
+                self.stop(keep_dir=True)
+                raise ClusterStartupError(
+                    f"local cluster failed to start: {error}\n(all logs kept in {workdir})",
+                    workdir,
+                ) from error
+            break
         self.startup_seconds = time.monotonic() - began
         return self
+
+    def _port_taken(self) -> bool:
+        """Did a component fail to bind its port? (read from the logs of this attempt)"""
+        for log in self.workdir.glob("*.log"):
+            if "address already in use" in log.read_text(errors="replace"):
+                return True
+        return False
 
     def stop(self, keep_dir: bool = False) -> None:
         """Stop everything (idempotent). Keeps the work directory if asked or configured."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import socket
 import ssl
 import time
@@ -15,16 +16,29 @@ from localcluster.process import ManagedProcess
 POLL_INTERVAL_S = 0.1
 
 
-def free_port() -> int:
-    """A currently unused TCP port on 127.0.0.1, picked by the kernel.
+# Below Linux's ephemeral range (32768-60999): ports the kernel hands to outgoing
+# connections never collide with the ones picked here.
+PORT_RANGE = (20000, 32767)
 
-    There is a small window between closing this socket and the component binding the port;
-    on a test machine that is acceptable and far simpler than passing sockets around.
+
+def free_port() -> int:
+    """An unused TCP port on 127.0.0.1, outside the kernel's ephemeral range.
+
+    Ports picked by the kernel (bind to 0) come from the ephemeral range, where a component's
+    listener can collide with another process's outgoing connection in the window between
+    picking and binding; a random port below that range avoids most of them, and
+    ``LocalCluster.start`` retries the rest.
     """
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+    rng = random.SystemRandom()
+    for _ in range(200):
+        port = rng.randint(*PORT_RANGE)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise ClusterStartupError("no free loopback port found")
 
 
 def tls_context(ca_cert: Path | None) -> ssl.SSLContext:

@@ -3,8 +3,11 @@ and the reasons users see when a pod fits nowhere."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from localcluster import LocalCluster
 from tests.e2e.gpu_helpers import (
     DEFAULT_PROFILE_CONFIG,
     assignment,
@@ -16,6 +19,7 @@ from tests.e2e.gpu_helpers import (
 )
 
 pytestmark = pytest.mark.e2e
+E2E_DATA = Path(__file__).parent / "data"
 
 # One A100-80GB node per label convention, plus a T4 node that must never win for typed pods.
 PRESET_NODES = {
@@ -61,30 +65,59 @@ def test_typed_pod_lands_on_its_type_through_every_label_preset(
         assert len(result.grants) == 1 and result.grants[0].whole
 
 
-def test_untyped_pods_take_the_cheapest_unprotected_gpus_then_wait(
+def make_priced_fleet(cluster: LocalCluster) -> None:
+    """t4 (0.53 $/h) < l4 (0.80) < a100 (protected) < h100 (protected), two GPUs per cheap
+    node."""
+    cluster.create_node("t4-0", {"nvidia.com/gpu": 2},
+                        labels={"nvidia.com/gpu.product": "Tesla-T4"})
+    cluster.create_node("l4-0", {"nvidia.com/gpu": 2},
+                        labels={"nvidia.com/gpu.product": "NVIDIA-L4"})
+    cluster.create_node("a100-0", {"nvidia.com/gpu": 8},
+                        labels={"cloud.google.com/gke-accelerator": "nvidia-a100-80gb"})
+    cluster.create_node("h100-0", {"nvidia.com/gpu": 8},
+                        labels={"cloud.google.com/gke-accelerator": "nvidia-h100-80gb"})
+
+
+def test_untyped_pods_fill_the_unprotected_gpus_then_wait_naming_the_protection(
         controlplane_binaries: object) -> None:
-    # t4 (0.53 $/h) < l4 (0.80) < a100 (protected) < h100 (protected): two untyped 1-GPU pods
-    # fill the T4 node, the next two the L4 node, and the fifth stays Pending although the
-    # A100 and H100 nodes are idle.
+    # Default strategy: four untyped 1-GPU pods fill the T4 and L4 nodes (fragmentation first,
+    # used nodes before idle ones); the fifth stays Pending although the A100 and H100 nodes
+    # are idle, and the event names the protection.
     with gpu_cluster() as cluster:
-        cluster.create_node("t4-0", {"nvidia.com/gpu": 2},
-                            labels={"nvidia.com/gpu.product": "Tesla-T4"})
-        cluster.create_node("l4-0", {"nvidia.com/gpu": 2},
-                            labels={"nvidia.com/gpu.product": "NVIDIA-L4"})
-        cluster.create_node("a100-0", {"nvidia.com/gpu": 8},
-                            labels={"cloud.google.com/gke-accelerator": "nvidia-a100-80gb"})
-        cluster.create_node("h100-0", {"nvidia.com/gpu": 8},
-                            labels={"cloud.google.com/gke-accelerator": "nvidia-h100-80gb"})
-        for i in range(2):
-            create_pods(cluster, [gpu_pod(f"cheap-{i}", {"nvidia.com/gpu": 1})])
-            assert wait_bound(cluster, f"cheap-{i}") == "t4-0"
-        for i in range(2):
-            create_pods(cluster, [gpu_pod(f"next-{i}", {"nvidia.com/gpu": 1})])
-            assert wait_bound(cluster, f"next-{i}") == "l4-0"
+        make_priced_fleet(cluster)
+        nodes = []
+        for i in range(4):
+            create_pods(cluster, [gpu_pod(f"untyped-{i}", {"nvidia.com/gpu": 1})])
+            nodes.append(wait_bound(cluster, f"untyped-{i}"))
+        assert sorted(nodes) == ["l4-0", "l4-0", "t4-0", "t4-0"]
+        assert nodes[0] == nodes[1]  # the second pod joins the node the first one opened
         create_pods(cluster, [gpu_pod("overflow", {"nvidia.com/gpu": 1})])
         message = wait_rejected(cluster, "overflow")
         assert "protected" in message
         assert "a100-80gb" in message and "h100-80gb" in message
+
+
+def test_pods_naming_several_types_take_the_cheapest_one_first(
+        controlplane_binaries: object) -> None:
+    # "t4,l4" under the default strategy: equal fragmentation, so the pod's own types go by
+    # price: T4 (0.53 $/h) before L4 (0.80).
+    with gpu_cluster() as cluster:
+        make_priced_fleet(cluster)
+        for i in range(4):
+            create_pods(cluster, [gpu_pod(f"either-{i}", {"nvidia.com/gpu": 1},
+                                          annotations={"gpu-extender.io/accelerators": "l4,t4"})])
+            assert wait_bound(cluster, f"either-{i}") == ("t4-0" if i < 2 else "l4-0")
+
+
+def test_the_cheapest_first_strategy_sends_untyped_pods_to_the_cheapest_type(
+        controlplane_binaries: object) -> None:
+    with gpu_cluster(extender_config=E2E_DATA / "cheapest-first.yaml") as cluster:
+        make_priced_fleet(cluster)
+        for i in range(4):
+            create_pods(cluster, [gpu_pod(f"cheap-{i}", {"nvidia.com/gpu": 1})])
+            assert wait_bound(cluster, f"cheap-{i}") == ("t4-0" if i < 2 else "l4-0")
+        create_pods(cluster, [gpu_pod("overflow", {"nvidia.com/gpu": 1})])
+        assert "protected" in wait_rejected(cluster, "overflow")
 
 
 def test_mig_slices_fill_a_partitioned_a100_and_the_eighth_waits(

@@ -55,6 +55,8 @@ full tables are in benchmarks/README.md; FGD 4.87 % on the default trace):
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import numpy.typing as npt
 
@@ -95,10 +97,52 @@ def rank_scores(rank: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
     return np.maximum(MAX_SCORE - 10.0 * rank, 0.0)
 
 
+TOP = int(MAX_SCORE // 10)
+"""Ranks that score above 0: ``rank_scores`` gives 0 from rank 10 on."""
+
+
+def top_rank_scores(*keys: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+    """``rank_scores(dense_rank(*keys))`` without sorting every row: only the ``TOP`` best
+    distinct keys score above 0, so the keys are packed into one int64 (when their ranges
+    fit in 63 bits) and only the smallest few are sorted: O(n) instead of O(n log n)."""
+    n = len(keys[0])
+    if n == 0:
+        return np.zeros(0)
+    packed = np.zeros(n, dtype=np.int64)
+    width = 0
+    for key in keys:
+        low = int(key.min())
+        bits = max(1, (int(key.max()) - low).bit_length())
+        width += bits
+        if width > 63:
+            return rank_scores(dense_rank(*keys))
+        packed = (packed << bits) | (key - low)
+    take = min(n, 8 * TOP)
+    smallest = np.unique(np.partition(packed, take - 1)[:take])
+    if len(smallest) < TOP and take < n:
+        return rank_scores(dense_rank(*keys))  # heavy ties: rank them all
+    cut = smallest[:TOP]
+    scores = np.zeros(n)
+    chosen = np.flatnonzero(packed <= cut[-1])
+    scores[chosen] = MAX_SCORE - 10.0 * np.searchsorted(cut, packed[chosen])
+    return scores
+
+
 def buckets(loss: npt.NDArray[np.float64], resolution: float) -> npt.NDArray[np.int64]:
     """``ceil(loss / resolution)``; a hair of float noise does not cross a bucket."""
     out: npt.NDArray[np.int64] = np.ceil(loss / resolution - 1e-9).astype(np.int64)
     return out
+
+
+@dataclass(frozen=True, eq=False)
+class _Terms:
+    rows: npt.NDArray[np.int64]
+    choice: npt.NDArray[np.int16]
+    taken: npt.NDArray[np.float64]
+    """GPU-equivalents the pod takes on each node."""
+    loss: npt.NDArray[np.float64]
+    idle: npt.NDArray[np.int64]
+    priority: npt.NDArray[np.int64]
 
 
 @register("cost-fragmentation")
@@ -124,6 +168,19 @@ class CostFragmentation:
 
     def score(self, snapshot: ClusterSnapshot, req: PlacementRequest,
               fit: FitResult) -> ScoreResult:
+        terms = self._terms(snapshot, req, fit)
+        bucket = buckets(terms.loss, self.resolution)
+        if self.typed_cost and self._names_alternatives(snapshot, req):
+            price = np.round(self._price_ratio(snapshot, terms.rows, terms.choice) * 1000
+                             ).astype(np.int64)
+            scores = top_rank_scores(bucket, terms.idle, price, terms.priority)
+        else:
+            scores = top_rank_scores(bucket, terms.idle, terms.priority)
+        return ScoreResult(terms.rows, scores, terms.choice)
+
+    def _terms(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult
+               ) -> _Terms:
+        """Everything the keys are made of, per fitting node."""
         if req.kind in (RequestKind.FRACTION, RequestKind.VRAM):
             rows, delta, choice, taken = self._share(snapshot, req, fit)
         else:
@@ -139,12 +196,7 @@ class CostFragmentation:
             loss = loss * self._price_ratio(snapshot, rows, choice) ** self.cost_weight
         idle = (~row_any(snapshot.pods[rows] > 0)).astype(np.int64)
         priority = ((rows + self.salt) * HASH) & 0xFFFFFFFF
-        if self.typed_cost and self._names_alternatives(snapshot, req):
-            price = np.round(self._price_ratio(snapshot, rows, choice) * 1000).astype(np.int64)
-            rank = dense_rank(buckets(loss, self.resolution), idle, price, priority)
-        else:
-            rank = dense_rank(buckets(loss, self.resolution), idle, priority)
-        return ScoreResult(rows, rank_scores(rank), choice)
+        return _Terms(rows, choice, taken, loss, idle, priority)
 
     def _share(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult
                ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64],
@@ -164,8 +216,12 @@ class CostFragmentation:
         free = np.clip(snapshot.free_mib[at, slot].astype(np.int64), 0, None) * MILLI // total
         key = buckets((after - before.take(pos)) / MILLI, self.resolution) * (MILLI + 1) + \
             np.minimum(free, MILLI)
-        order = np.lexsort((key, pos))  # by node, then key; pairs of a node are contiguous
-        first = order[np.flatnonzero(np.r_[True, np.diff(pos[order]) != 0])]
+        # Pairs are sorted by node, then slot: the node's best pair is the group minimum of
+        # (key, pair index) packed in one int64 (no sort needed).
+        m = len(pos)
+        packed = (key - key.min()) * m + np.arange(m)
+        starts = np.flatnonzero(np.r_[True, pos[1:] != pos[:-1]])
+        first = np.minimum.reduceat(packed, starts) % m
         owners = pos[first]
         choice[owners] = slot[first]
         delta[owners] = (after[first] - before[owners]) / MILLI
@@ -255,3 +311,25 @@ class CostFragmentation:
         price = catalog.price[np.where(types >= 0, types, catalog.unknown_index)]
         out: npt.NDArray[np.float64] = price / max(mean, 1e-9)
         return out
+
+
+@register("cheapest-first")
+class CheapestFirst(CostFragmentation):
+    """The cheapest GPU that fits first, then the default's keys.
+
+    Details: the key is ``(cost, ceil(loss / 0.04), idle, priority)`` with ``cost`` the price
+    of what the pod takes in cents per hour (price of the GPU type x GPU-equivalents taken):
+    an untyped pod fills the cheapest unprotected type before touching the next one. It costs
+    allocation on heterogeneous fleets (openb: see benchmarks/README.md) and is offered for
+    platforms that value the bill of each pod over packing."""
+
+    name = "cheapest-first"
+
+    def score(self, snapshot: ClusterSnapshot, req: PlacementRequest,
+              fit: FitResult) -> ScoreResult:
+        terms = self._terms(snapshot, req, fit)
+        types = self._taken_type(snapshot, terms.rows, terms.choice)
+        cost = np.round(snapshot.catalog.price[types] * terms.taken * 100).astype(np.int64)
+        scores = top_rank_scores(cost, buckets(terms.loss, self.resolution), terms.idle,
+                                 terms.priority)
+        return ScoreResult(terms.rows, scores, terms.choice)
