@@ -107,6 +107,10 @@ class GpuDevice:
     uuid: str | None = None
     replicas: int = 0
     """Time-slice replicas (0 or 1: not time-sliced)."""
+    replicas_shared: bool = False
+    """The replicas are advertised as ``nvidia.com/gpu.shared`` (device plugin
+    ``renameByDefault``), so only ``nvidia.com/gpu.shared`` requests can use them; otherwise
+    they are ``nvidia.com/gpu`` units and only ``nvidia.com/gpu`` requests can."""
     mig: MigLayout | None = None
     healthy: bool = True
 

@@ -223,6 +223,9 @@ def _fit(snapshot: ClusterSnapshot, req: PlacementRequest,
         if kind is RequestKind.WHOLE or kind is RequestKind.SHARED:
             replicas = snapshot.replicas[sel]
             sliced = replicas > 0
+            # time-slice replicas serve one resource name: nvidia.com/gpu.shared units
+            # (renamed) only nvidia.com/gpu.shared requests, the others nvidia.com/gpu ones
+            renamed = snapshot.replicas_shared[sel]
             # a replica needs its share of VRAM free: free >= total // replicas (sliced GPUs
             # are few: divide only there)
             replica_ok = np.zeros(sliced.shape, dtype=bool)
@@ -231,11 +234,11 @@ def _fit(snapshot: ClusterSnapshot, req: PlacementRequest,
                 replica_ok[where] = (snapshot.replicas_free[sel][where] > 0) & \
                     (free[where] >= total[where] // replicas[where])
             if kind is RequestKind.WHOLE:
-                capable = not_mig
+                capable = not_mig & ~renamed
                 now = np.where(sliced, replica_ok,
                                (snapshot.pods[sel] == 0) & (free == total))
             else:
-                capable = not_mig & (replicas > 1)
+                capable = not_mig & (replicas > 1) & renamed
                 now = replica_ok
         elif kind is RequestKind.FRACTION:
             capable = not_mig & (total > 0)

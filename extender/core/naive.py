@@ -48,6 +48,8 @@ class Gpu:
     replicas: int
     """Time-slice replicas (0: not time-sliced)."""
     replicas_free: int
+    replicas_shared: bool
+    """Replicas are nvidia.com/gpu.shared units (else nvidia.com/gpu units)."""
     healthy: bool
     pods: int
     mig: str
@@ -107,6 +109,7 @@ def node_view(snapshot: ClusterSnapshot, row: int) -> Node:
             total=int(snapshot.total_mib[row, slot]), free=int(snapshot.free_mib[row, slot]),
             replicas=int(snapshot.replicas[row, slot]),
             replicas_free=int(snapshot.replicas_free[row, slot]),
+            replicas_shared=bool(device.replicas_shared) if device is not None else False,
             healthy=bool(snapshot.healthy[row, slot]), pods=int(snapshot.pods[row, slot]),
             mig=mig, mig_slots=slots, used_slots=used, static=static,
             uuid=device.uuid if device is not None else None))
@@ -240,9 +243,9 @@ class NaiveReference:
         if gpu.partitioned:
             return 0
         if kind is RequestKind.WHOLE:
-            return 1
+            return 0 if gpu.time_sliced and gpu.replicas_shared else 1
         if kind is RequestKind.SHARED:
-            return 1 if gpu.time_sliced else 0
+            return 1 if gpu.time_sliced and gpu.replicas_shared else 0
         if kind is RequestKind.VRAM:
             return 1 if gpu.total >= req.vram_mib else 0
         return 1 if gpu.total > 0 else 0  # FRACTION

@@ -60,7 +60,8 @@ _TEMPLATES: dict[Reason, Callable[[Catalog, int, int, int], str]] = {
     Reason.TOO_LITTLE_VRAM: lambda cat, a, b, c:
         f"largest accepted GPU has {a} MiB VRAM; the pod needs {b} MiB",
     Reason.NOT_TIME_SLICED: lambda cat, a, b, c:
-        f"node has {a} time-sliced GPU(s) of accepted types; the pod needs {b}",
+        f"node has {a} GPU(s) of accepted types time-sliced as nvidia.com/gpu.shared; the pod "
+        f"needs {b}",
     Reason.NO_MIG_PROFILE: lambda cat, a, b, c:
         "no accepted GPU on the node is partitioned for this MIG profile",
     Reason.TOO_FEW_MIG_INSTANCES: lambda cat, a, b, c:

@@ -130,6 +130,9 @@ class ClusterSnapshot:
     replicas: npt.NDArray[np.int16]
     """(n_nodes, n_gpus) int16 time-slice replicas (0: not time-sliced)."""
     replicas_free: npt.NDArray[np.int16]
+    replicas_shared: npt.NDArray[np.bool_]
+    """(n_nodes, n_gpus) bool: the replicas are ``nvidia.com/gpu.shared`` units (else
+    ``nvidia.com/gpu`` units); False on GPUs that are not time-sliced."""
     mig_layout: npt.NDArray[np.int16]
     """(n_nodes, n_gpus) int16: -1 not partitioned, 0 dynamic, >0 row of ``layouts``."""
     mig_used: npt.NDArray[np.uint8]

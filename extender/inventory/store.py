@@ -42,6 +42,7 @@ _NODE_ARRAYS = {"node_valid": bool, "node_version": np.int64, "cpu_free": np.int
                 "memory_free": np.int64}
 _GPU_ARRAYS = {"gpu_type": np.int16, "gpu_index": np.int16, "total_mib": np.int32,
                "free_mib": np.int32, "replicas": np.int16, "replicas_free": np.int16,
+               "replicas_shared": bool,
                "mig_layout": np.int16, "mig_used": np.uint8, "healthy": bool,
                "pods": np.int16}
 _HOLDING_ARRAYS = ("cpu_free", "memory_free", "free_mib", "pods", "replicas_free", "mig_used",
@@ -220,6 +221,7 @@ class Inventory:
         replicas = gpu.replicas if gpu.replicas > 1 else 0
         arrays["replicas"][row, slot] = replicas
         arrays["replicas_free"][row, slot] = replicas
+        arrays["replicas_shared"][row, slot] = replicas > 0 and gpu.replicas_shared
         arrays["healthy"][row, slot] = gpu.healthy
         arrays["pods"][row, slot] = 0
         if gpu.mig is None:
@@ -465,6 +467,14 @@ class Inventory:
                 self._problem(strict, report, f"{where}: GPU is not time-sliced")
             elif int(arrays["replicas_free"][row, slot]) < 1:
                 self._problem(strict, report, f"{where}: no time-slice replica left")
+            kind = holding.assignment.kind if holding.assignment else None
+            shared = bool(arrays["replicas_shared"][row, slot])
+            if kind is RequestKind.WHOLE and shared:
+                self._problem(strict, report, f"{where}: its replicas are "
+                                              "nvidia.com/gpu.shared units, not nvidia.com/gpu")
+            if kind is RequestKind.SHARED and not shared:
+                self._problem(strict, report, f"{where}: its replicas are nvidia.com/gpu "
+                                              "units, not nvidia.com/gpu.shared")
         if grant.vram_mib > free:
             self._problem(strict, report, f"{where}: needs {grant.vram_mib} MiB VRAM, "
                                           f"{free} free")

@@ -51,7 +51,11 @@ class NodeDecoder:
         raw_type = ""
         if ANNOTATION_NODE_GPUS in annotations:
             try:
-                gpus = self._from_annotation(annotations[ANNOTATION_NODE_GPUS], problems)
+                # Replicas are nvidia.com/gpu.shared units when the node advertises that name
+                # (renameByDefault), unless an entry says otherwise.
+                renamed = _count(allocatable.get(RESOURCE_GPU_SHARED)) > 0
+                gpus = self._from_annotation(annotations[ANNOTATION_NODE_GPUS], problems,
+                                             renamed)
             except ValueError as exc:
                 problems.append(f"metadata.annotations[{ANNOTATION_NODE_GPUS}]: {exc}; "
                                 "falling back to labels")
@@ -68,7 +72,8 @@ class NodeDecoder:
 
     # -- annotation ---------------------------------------------------------------------------
 
-    def _from_annotation(self, text: object, problems: list[str]) -> tuple[GpuDevice, ...]:
+    def _from_annotation(self, text: object, problems: list[str],
+                         renamed: bool) -> tuple[GpuDevice, ...]:
         try:
             doc = orjson.loads(text if isinstance(text, str | bytes) else b"")
         except orjson.JSONDecodeError as exc:
@@ -83,7 +88,7 @@ class NodeDecoder:
         for i, entry in enumerate(entries):
             where = f"gpus[{i}]"
             try:
-                device = self._device(entry)
+                device = self._device(entry, renamed)
             except (AttributeError, KeyError, TypeError, ValueError) as exc:
                 problems.append(f"{ANNOTATION_NODE_GPUS} {where}: {exc!r}; GPU ignored")
                 continue
@@ -98,7 +103,7 @@ class NodeDecoder:
             devices.append(device)
         return tuple(sorted(devices, key=lambda d: d.index))
 
-    def _device(self, entry: Mapping[str, Any]) -> GpuDevice:
+    def _device(self, entry: Mapping[str, Any], renamed: bool) -> GpuDevice:
         memory = int(entry.get("memoryMiB", 0)) or None
         type_index = self._catalog.resolve_node_type(str(entry["type"]), memory)
         if type_index is None:
@@ -126,8 +131,14 @@ class NodeDecoder:
         healthy = entry.get("healthy", True)
         if not isinstance(healthy, bool):  # bool("false") is True
             raise ValueError(f"healthy must be true or false, got {healthy!r}")
+        resource = entry.get("replicaResource",
+                             RESOURCE_GPU_SHARED if renamed else RESOURCE_GPU)
+        if resource not in (RESOURCE_GPU, RESOURCE_GPU_SHARED):
+            raise ValueError(f"replicaResource {resource!r} (accepted: {RESOURCE_GPU}, "
+                             f"{RESOURCE_GPU_SHARED})")
         return GpuDevice(index=index, type_index=type_index, memory_mib=memory,
-                         uuid=entry.get("uuid"), replicas=replicas, mig=layout,
+                         uuid=entry.get("uuid"), replicas=replicas,
+                         replicas_shared=resource == RESOURCE_GPU_SHARED, mig=layout,
                          healthy=healthy)
 
     def _check_instances(self, type_index: int, instances: tuple[tuple[str, int], ...]) -> None:
@@ -191,8 +202,8 @@ class NodeDecoder:
                                 "label; assumed one GPU")
                 physical = 1
             per_gpu = shared // physical
-            devices += [GpuDevice(i, type_index, memory, replicas=per_gpu)
-                        for i in range(physical)]
+            devices += [GpuDevice(i, type_index, memory, replicas=per_gpu,
+                                  replicas_shared=True) for i in range(physical)]
         if whole:
             if time_sliced and not shared:
                 physical = count_label or max(1, whole // replicas)

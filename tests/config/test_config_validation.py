@@ -170,7 +170,7 @@ SINGLE_MISTAKES = [
       id="an unknown protection field is reported"),
     # -- scoring --
     P({"scoring": {"strategy": "cheapest"}}, "scoring.strategy",
-      "unknown strategy 'cheapest'; accepted: best-fit, cost-fragmentation",
+      "unknown strategy 'cheapest'; accepted: best-fit, cheapest-first, cost-fragmentation",
       id="an unknown strategy lists the registered ones"),
     P({"scoring": {"strategy": ""}}, "scoring.strategy", "must be a non-empty string",
       id="a strategy must not be empty"),

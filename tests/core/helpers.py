@@ -62,9 +62,10 @@ def t(type_id: str) -> int:
 
 
 def gpu(type_id: str, index: int, *, memory: int | None = None, replicas: int = 0,
-        mig: str | tuple[tuple[str, int], ...] | None = None, healthy: bool = True
-        ) -> GpuDevice:
-    """One GPU; ``mig="dynamic"`` or a tuple of (profile, start) for a static layout."""
+        shared: bool = False, mig: str | tuple[tuple[str, int], ...] | None = None,
+        healthy: bool = True) -> GpuDevice:
+    """One GPU; ``mig="dynamic"`` or a tuple of (profile, start) for a static layout;
+    ``shared``: its replicas are nvidia.com/gpu.shared units (else nvidia.com/gpu units)."""
     cat = catalog()
     type_index = cat.unknown_index if type_id == "unknown" else cat.index_of(type_id)
     if memory is None:
@@ -75,8 +76,8 @@ def gpu(type_id: str, index: int, *, memory: int | None = None, replicas: int = 
     elif mig is not None:
         layout = MigLayout(dynamic=False, instances=tuple(mig))
     return GpuDevice(index=index, type_index=type_index, memory_mib=memory,
-                     uuid=f"GPU-{type_id}-{index}", replicas=replicas, mig=layout,
-                     healthy=healthy)
+                     uuid=f"GPU-{type_id}-{index}", replicas=replicas,
+                     replicas_shared=shared, mig=layout, healthy=healthy)
 
 
 def node(name: str, type_id: str = "t4", count: int = 1, *, cpu: int = 64_000,
@@ -189,7 +190,8 @@ def random_gpu(rng: np.random.Generator, type_index: int, index: int) -> GpuDevi
             memory -= 1  # replicas hold total // replicas: a few MiB stay free when all are used
     return GpuDevice(index=index, type_index=type_index, memory_mib=memory,
                      uuid=f"GPU-{index}-{int(rng.integers(1 << 30))}", replicas=replicas,
-                     mig=layout, healthy=bool(rng.random() > 0.08))
+                     replicas_shared=bool(replicas and rng.random() < 0.5), mig=layout,
+                     healthy=bool(rng.random() > 0.08))
 
 
 def random_node(rng: np.random.Generator, name: str) -> NodeInfo:

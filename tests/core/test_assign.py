@@ -70,13 +70,15 @@ CASES = [
                       request("whole", 1), [1]),
                  # time-sliced GPUs first, so plain GPUs stay whole
                  id="a whole-GPU pod takes a replica of a time-sliced GPU before a plain GPU"),
-    pytest.param(Case([node("n", gpus=[gpu("l4", 0, replicas=4), gpu("l4", 1, replicas=4)])],
+    pytest.param(Case([node("n", gpus=[gpu("l4", 0, replicas=4, shared=True),
+                                       gpu("l4", 1, replicas=4, shared=True)])],
                       request("shared", 1), [0],
                       before=[(request("shared", 1), "n")] * 2),
                  # pod 1: both have 4 free, lowest index -> GPU 0 (3 free); pod 2: 3 < 4 ->
                  # GPU 0 again (2 free). Next: 2 free < 4 free -> GPU 0: replicas pack
                  id="replicas pack onto the GPU with the fewest free: 2 of 4 left beats 4"),
-    pytest.param(Case([node("n", gpus=[gpu("l4", 0, replicas=4), gpu("l4", 1, replicas=4)])],
+    pytest.param(Case([node("n", gpus=[gpu("l4", 0, replicas=4, shared=True),
+                                       gpu("l4", 1, replicas=4, shared=True)])],
                       request("shared", 2), [0, 1],
                       before=[(request("shared", 1), "n")] * 3),
                  id="two replicas need two distinct GPUs even when one has 1 free and one 4"),

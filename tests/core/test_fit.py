@@ -118,9 +118,10 @@ CASES = [
                  id="2 GPUs asked, 1 of 2 unhealthy: 1 healthy < 2"),
     # -- time-slice replicas
     pytest.param(Case([node("n", "t4", 2)], request("shared", 1), Reason.NOT_TIME_SLICED,
-                      ("0 time-sliced GPU(s)", "needs 1")),
+                      ("0 GPU(s) of accepted types time-sliced", "needs 1")),
                  id="a replica request on GPUs without time slicing: unresolvable"),
-    pytest.param(Case([node("n", gpus=[gpu("l4", 0, replicas=2), gpu("l4", 1, replicas=2)])],
+    pytest.param(Case([node("n", gpus=[gpu("l4", 0, replicas=2, shared=True),
+                                       gpu("l4", 1, replicas=2, shared=True)])],
                       request("shared", 2), Reason.REPLICAS_BUSY,
                       ("1 time-sliced GPU(s) have a free replica", "needs 2"),
                       before=[(request("shared", 1), "n"), (request("shared", 1), "n")]),

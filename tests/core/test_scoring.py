@@ -66,7 +66,7 @@ def test_a_share_counts_what_it_takes_of_its_best_gpu() -> None:
 def test_used_fraction_reads_slots_replicas_and_vram() -> None:
     # T4 with 4096 MiB held: 0.25; L4 4-way sliced with 1 replica (6144 MiB) held: max(1/4,
     # 6144/24576) = 0.25; A100 with a 3g.40gb: 4 of 8 slots = 0.5
-    inv = inventory(node("n", gpus=[gpu("t4", 0), gpu("l4", 1, replicas=4),
+    inv = inventory(node("n", gpus=[gpu("t4", 0), gpu("l4", 1, replicas=4, shared=True),
                                     gpu("a100-80gb", 2, mig="dynamic")]))
     place(inv, request("vram", vram=4096), "n")
     place(inv, request("shared", 1), "n")

@@ -442,3 +442,38 @@ def test_node_gpus_document_is_versioned_json() -> None:
     text = node_gpus_document([gpu_entry(0, "t4")])
     assert orjson.loads(text) == {"version": 1, "gpus": [
         {"index": 0, "uuid": "GPU-0000", "type": "t4"}]}
+
+
+# -- which resource name time-slice replicas serve ------------------------------------------
+
+@pytest.mark.parametrize(
+    ("builder", "shared"),
+    [
+        pytest.param(make_node("n").gfd("NVIDIA-L4", count=2, replicas=4,
+                                        sharing="time-slicing").allocatable(gpu=8),
+                     False, id="replicas advertised as nvidia.com/gpu serve nvidia.com/gpu"),
+        pytest.param(make_node("n").gfd("NVIDIA-L4", count=2, replicas=4,
+                                        sharing="time-slicing").allocatable(shared=8),
+                     True, id="renamed replicas serve only nvidia.com/gpu.shared"),
+        pytest.param(make_node("n").gpus_annotation([gpu_entry(0, "l4", replicas=4)])
+                     .allocatable(shared=4),
+                     True, id="the annotation inherits the node's advertised name"),
+        pytest.param(make_node("n").gpus_annotation(
+            [{**gpu_entry(0, "l4", replicas=4), "replicaResource": "nvidia.com/gpu"}])
+                     .allocatable(shared=4),
+                     False, id="an annotation entry may name the resource itself"),
+    ],
+)
+def test_replicas_record_the_resource_name_they_serve(nodes: NodeDecoder, builder: NodeBuilder,
+                                                      shared: bool) -> None:
+    info = nodes.decode(builder.obj())
+    assert info.gpus and all(g.replicas == 4 for g in info.gpus)
+    assert {g.replicas_shared for g in info.gpus} == {shared}
+
+
+def test_an_unknown_replica_resource_is_a_problem(nodes: NodeDecoder) -> None:
+    node = make_node("n").gpus_annotation(
+        [{**gpu_entry(0, "l4", replicas=4), "replicaResource": "nvidia.com/gpux"}]).obj()
+    info = nodes.decode(node)
+    assert info.gpus == ()
+    assert "replicaResource 'nvidia.com/gpux'" in info.problems[0]

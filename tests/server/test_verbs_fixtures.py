@@ -70,9 +70,11 @@ def test_unknown_full_nodes_are_judged_as_described(client: FlaskClient) -> None
 
 def test_untyped_pods_never_land_on_protected_types(client: FlaskClient) -> None:
     result = post(client, "/filter", fixture_bytes("filter_untyped_nodenames.json"))
-    assert set(result["NodeNames"]) == {"gpu-t4-0", "gpu-t4-1", "gpu-l4-0",
-                                        "gpu-a10g-shared-0"}
+    assert set(result["NodeNames"]) == {"gpu-t4-0", "gpu-t4-1", "gpu-l4-0"}
     assert "protected" in result["FailedAndUnresolvableNodes"]["gpu-a100-0"]
+    # its time-slice replicas are nvidia.com/gpu.shared units: an nvidia.com/gpu pod cannot
+    # use them (kube-scheduler's own count check agrees)
+    assert "gpu-a10g-shared-0" in result["FailedAndUnresolvableNodes"]
 
 
 def test_mig_pod_only_fits_partitioned_gpus(client: FlaskClient) -> None:
