@@ -73,7 +73,8 @@ class PodRequests:
                 self._by_uid.popitem(last=False)
         if first_sight:
             if decoded.error == "":
-                self._workload.observe(shape_of(decoded.request, decoded.cpu_milli))
+                self._workload.observe(shape_of(decoded.request, decoded.cpu_milli),
+                                       memory_mib=decoded.memory_mib)
             if self._on_new_pod is not None:
                 self._on_new_pod(pod)
         return decoded
