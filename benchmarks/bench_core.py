@@ -135,7 +135,8 @@ def build_cluster(catalog: Catalog, n_nodes: int, seed: int) -> Inventory:
                 layout = MigLayout(dynamic=True) if rng.random() < 0.7 else MigLayout(
                     dynamic=False, instances=static_layout(accel.mig.profiles, rng))  # type: ignore[union-attr]
             gpus.append(GpuDevice(index=g, type_index=type_index, memory_mib=accel.memory_mib,
-                                  uuid=f"GPU-{i}-{g}", replicas=4 if sliced else 0, mig=layout,
+                                  uuid=f"GPU-{i}-{g}", replicas=4 if sliced else 0,
+                                  replicas_shared=sliced, mig=layout,
                                   healthy=bool(rng.random() > 0.01)))
         info = NodeInfo(name=f"node-{i:05d}", gpus=tuple(gpus), cpu_milli=96_000,
                         memory_mib=393_216, type_name=type_id)

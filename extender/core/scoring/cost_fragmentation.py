@@ -204,7 +204,8 @@ class CostFragmentation:
         """A one-GPU share: (rows, dF of each node's GPU, that GPU, GPU-equivalents taken).
         The GPU: the smallest dF bucket, then the least free thousandths, then the lowest
         slot."""
-        _, rows, before, pos, slot, after = self.frag.share_pairs(snapshot, req, fit)
+        _, rows, before, pos, slot, after = self.frag.share_pairs(snapshot, req, fit,
+                                                                  distinct=True)
         n = len(rows)
         choice = np.full(n, -1, dtype=np.int16)
         delta = np.zeros(n)

@@ -64,7 +64,8 @@ class FragScorer:
         ``floor(MAX_SCORE * sigmoid(-dF))``, as ``calculateGpuShareFragExtendScore`` picks it
         (strict ``>`` over GPUs in index order); otherwise the GPU with the least dF."""
         if req.kind in (RequestKind.FRACTION, RequestKind.VRAM):
-            positions, rows, before, pos, slot, after = self.share_pairs(snapshot, req, fit)
+            positions, rows, before, pos, slot, after = self.share_pairs(snapshot, req, fit,
+                                                                         distinct=True)
             n = len(rows)
             choice = np.full(n, -1, dtype=np.int16)
             best = np.zeros(n)
@@ -84,19 +85,25 @@ class FragScorer:
         positions, rows, before, after = self.frag_after(snapshot, req, fit)
         return rows, (after - before) / MILLI, np.full(len(rows), -1, np.int16), positions
 
-    def share_pairs(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult
-                    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64],
+    def share_pairs(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult,
+                    *, distinct: bool = False) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64],
                                npt.NDArray[np.float64], npt.NDArray[np.intp],
                                npt.NDArray[np.intp], npt.NDArray[np.float64]]:
         """A one-GPU share on fitting nodes, per candidate GPU: (positions, rows, F before
         (n,), pair node (m,) as an index into rows, pair slot (m,), F after (m,)); pairs
-        sorted by node then slot."""
+        sorted by node then slot. ``distinct``: leave out GPUs in the same state as a lower
+        slot of their node (same F after; for callers that want each node's best GPU, lowest
+        slot first)."""
         positions, rows = fitting(fit)
         model = self.model()
         level, before = model.node_frag_cached(snapshot, rows)
         level_after = level if req.cpu_milli == 0 else \
             model.levels(snapshot.cpu_free[rows] - req.cpu_milli)
         pos, slot = unit_pairs(fit, positions)
+        if distinct:
+            keep = first_of_kind(snapshot, rows.take(pos), slot)
+            if not keep.all():
+                pos, slot = pos[keep], slot[keep]
         x_after = share_after_at(snapshot, req, rows.take(pos), slot)
         after = model.frag_after_changes(snapshot, rows, level_after, owner=pos, slot=slot,
                                          x_after=x_after)
@@ -160,6 +167,37 @@ def unit_pairs(fit: FitResult, positions: npt.NDArray[np.int64]
     if not keep.all():
         node, slot = node[keep], slot[keep]
     return node.astype(np.intp), slot.astype(np.intp)
+
+
+_SIGNATURE = ("gpu_type", "total_mib", "free_mib", "replicas", "replicas_free",
+              "replicas_shared", "mig_layout", "mig_used", "healthy")
+"""Per-GPU state that decides whether and how a one-GPU share fits (not which pods)."""
+
+
+def _first_of_kind_rows(snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64]
+                        ) -> tuple[npt.NDArray[np.bool_]]:
+    """(n, n_gpus) True for a GPU unless an earlier GPU of its node is in the same state."""
+    columns = [getattr(snapshot, name)[rows] for name in _SIGNATURE]
+    width = snapshot.n_gpus
+    first = np.ones((len(rows), width), dtype=bool)
+    for g in range(1, width):
+        for h in range(g):
+            same = np.ones(len(rows), dtype=bool)
+            for column in columns:
+                same &= column[:, g] == column[:, h]
+            first[:, g] &= ~same
+    return (first,)
+
+
+def first_of_kind(snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64],
+                  slots: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
+    """(m,) for GPU ``slots[k]`` of row ``rows[k]``: no lower slot of that node is in the same
+    state (through the snapshot's row cache: only rows that changed are recomputed)."""
+    flat = rows * snapshot.n_gpus + slots
+    first: npt.NDArray[np.bool_] = snapshot.cache.use(
+        ("first-of-kind",), snapshot, _first_of_kind_rows,
+        lambda arrays: arrays[0].reshape(-1).take(flat))
+    return first
 
 
 def share_after_at(snapshot: ClusterSnapshot, req: PlacementRequest,
