@@ -36,22 +36,21 @@ def pod_row(platform: Platform, pod: dict[str, Any], pending_reason: str) -> Row
         return Row(name, describe_request(platform, pod), "-", "-", "-", "-",
                    pending_reason or "Pending")
     assignment = decode_assignment(raw)
-    price = platform.catalog.types[platform.catalog.index_of(assignment.type_id)].price
+    accelerator = platform.catalog.types[platform.catalog.index_of(assignment.type_id)]
     share = 0.0
-    memory = platform.catalog.types[platform.catalog.index_of(assignment.type_id)].memory_mib
     for grant in assignment.grants:
         if grant.whole:
             share += 1.0
-        elif grant.mig_profile:
-            share += grant.mig_slices / 8
+        elif grant.mig_profile and accelerator.mig is not None:
+            share += grant.mig_slices / accelerator.mig.slots
         else:
-            share += grant.vram_mib / memory
+            share += grant.vram_mib / accelerator.memory_mib
     gpus = ",".join(str(i) for i in assignment.gpu_indices)
     if assignment.grants and assignment.grants[0].mig_profile:
         gpus += " (" + ", ".join(f"{g.mig_profile}@slot{g.mig_start}"
                                  for g in assignment.grants) + ")"
     return Row(name, describe_request(platform, pod), node, assignment.type_id, gpus,
-               f"{price * share:.2f}", "")
+               f"{accelerator.price * share:.2f}", "")
 
 
 def render(rows: Sequence[Row]) -> str:
