@@ -86,7 +86,8 @@ class FragScorer:
         return rows, (after - before) / MILLI, np.full(len(rows), -1, np.int16), positions
 
     def share_pairs(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult,
-                    *, distinct: bool = False) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64],
+                    *, distinct: bool = False
+                    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64],
                                npt.NDArray[np.float64], npt.NDArray[np.intp],
                                npt.NDArray[np.intp], npt.NDArray[np.float64]]:
         """A one-GPU share on fitting nodes, per candidate GPU: (positions, rows, F before
