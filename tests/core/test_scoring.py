@@ -8,7 +8,7 @@ import pytest
 
 from extender.core.fit import fit
 from extender.core.scoring.base import StrategyContext, make_strategy, strategy_names
-from extender.core.scoring.capacity import request_fraction, used_fraction
+from extender.core.scoring.capacity import free_by_type, request_fraction, used_fraction
 from extender.core.scoring.fgd import first_units
 from extender.inventory import ClusterSnapshot
 from extender.model import GpuRequest
@@ -137,3 +137,15 @@ def test_first_units_are_the_lowest_slots_with_a_unit() -> None:
     units = np.array([[0, 1, 1, 1], [1, 0, 0, 1]], dtype=np.int16)
     assert first_units(units, 2).tolist() == [[False, True, True, False],
                                               [True, False, False, True]]
+
+
+def test_free_by_type_sums_nodes_whole_and_mixed_nodes_gpu_by_gpu() -> None:
+    # homogeneous T4 node: 2 GPUs, one holds 4096 of 16384 MiB -> 2 - 0.25 = 1.75 free;
+    # mixed node: a free T4 (1) and an L4 with a 6144 MiB share (1 - 0.25 = 0.75)
+    inv = inventory(node("a", gpus=[gpu("t4", 0), gpu("t4", 1)]),
+                    node("b", gpus=[gpu("t4", 0), gpu("l4", 1)]))
+    place(inv, request("vram", vram=4096), "a")
+    place(inv, request("vram", vram=6144, types=["l4"]), "b")
+    free = free_by_type(inv.snapshot())
+    assert free[catalog().index_of("t4")] == pytest.approx(2.75)
+    assert free[catalog().index_of("l4")] == pytest.approx(0.75)

@@ -94,3 +94,38 @@ def unit_take(snapshot: ClusterSnapshot, req: PlacementRequest, rows: npt.NDArra
 
 def gpu_counts(snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     return row_count(snapshot.gpu_type[rows] >= 0)
+
+
+MIXED = -1
+"""``row_type`` of a node whose GPUs are of several types."""
+
+
+def _row_type_rows(snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64]
+                   ) -> tuple[npt.NDArray[np.int64]]:
+    gpu_type = snapshot.gpu_type[rows].astype(np.int64)
+    present = gpu_type >= 0
+    low = np.where(present, gpu_type, np.iinfo(np.int64).max).min(axis=1)
+    high = np.where(present, gpu_type, -1).max(axis=1)
+    none = snapshot.catalog.unknown_index
+    return (np.where(high < 0, none, np.where(low == high, high, MIXED)),)
+
+
+def free_by_type(snapshot: ClusterSnapshot) -> npt.NDArray[np.float64]:
+    """(n_types + 1,) GPU-equivalents not held by pods, per catalog type, over every node.
+
+    Per node through the row cache (one type per node is the rule; nodes with several types,
+    rare, are summed GPU by GPU): O(nodes), not O(GPUs), per call."""
+    rows = snapshot.valid_rows()
+    n_types = len(snapshot.catalog) + 1
+    used, count = used_total(snapshot, rows)
+    (row_type,) = snapshot.cache.derive(("row-type",), snapshot, _row_type_rows, rows)
+    single = row_type >= 0
+    free: npt.NDArray[np.float64] = np.bincount(
+        row_type[single], weights=(count - used)[single], minlength=n_types).astype(np.float64)
+    mixed = rows[~single]
+    if len(mixed):
+        types = snapshot.gpu_type[mixed]
+        present = types >= 0
+        free += np.bincount(types[present], weights=(1.0 - used_fraction(snapshot, mixed))[
+            present], minlength=n_types)
+    return free

@@ -64,7 +64,7 @@ from extender.core.fit import FitResult, row_any
 from extender.core.frag import MILLI, FragModel
 from extender.core.request import PlacementRequest
 from extender.core.scoring.base import MAX_SCORE, ScoreResult, StrategyContext, register
-from extender.core.scoring.capacity import unit_take, used_fraction, used_total
+from extender.core.scoring.capacity import free_by_type, unit_take, used_total
 from extender.core.scoring.fgd import FragScorer
 from extender.core.workload import gpu_equivalents
 from extender.inventory.snapshot import ClusterSnapshot
@@ -171,8 +171,9 @@ class CostFragmentation:
         terms = self._terms(snapshot, req, fit)
         bucket = buckets(terms.loss, self.resolution)
         if self.typed_cost and self._names_alternatives(snapshot, req):
-            price = np.round(self._price_ratio(snapshot, terms.rows, terms.choice) * 1000
-                             ).astype(np.int64)
+            # the price itself: a constant divisor (the mean) would not change the order
+            types = self._taken_type(snapshot, terms.rows, terms.choice)
+            price = np.round(snapshot.catalog.price[types] * 1000).astype(np.int64)
             scores = top_rank_scores(bucket, terms.idle, price, terms.priority)
         else:
             scores = top_rank_scores(bucket, terms.idle, terms.priority)
@@ -271,11 +272,7 @@ class CostFragmentation:
             self._claim_model = model
         if not self._demand.any():
             return self._demand
-        rows = snapshot.valid_rows()
-        types = snapshot.gpu_type[rows]
-        present = types >= 0
-        free = np.bincount(types[present], weights=(1.0 - used_fraction(snapshot, rows))[present],
-                           minlength=n_types)
+        free = free_by_type(snapshot)
         share = free / max(float(free.sum()), 1e-9)
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.where(share > 0, self._demand / share, 0.0)
