@@ -18,7 +18,7 @@ cached between pods, every call does the full work on every candidate row. "Cold
 the ``FragModel`` (once per mix change). Also reported: what the service pays after each
 reservation to take the next snapshot (copy-on-write of the arrays), outside the timed region.
 
-The naive reference (``extender.core.naive``) runs the same pods on the same snapshot with its
+The naive reference (``tests.reference.naive``) runs the same pods on the same snapshot with its
 own fit, score and assign; speed-ups are measured in the same run. Single thread: BLAS/OpenMP
 pools are set to 1 thread before numpy is imported (the kernels are element-wise anyway).
 """
@@ -50,7 +50,6 @@ from extender.config.types import ProtectionConfig  # noqa: E402
 from extender.core.assign import assign  # noqa: E402
 from extender.core.fit import fit  # noqa: E402
 from extender.core.frag import FragModel  # noqa: E402
-from extender.core.naive import NaiveReference  # noqa: E402
 from extender.core.request import Protection, resolve_request  # noqa: E402
 from extender.core.scoring.base import Strategy, StrategyContext, make_strategy  # noqa: E402
 from extender.core.workload import Shape  # noqa: E402
@@ -66,6 +65,7 @@ from extender.model import (  # noqa: E402
     RequestKind,
 )
 from extender.platform import load_platform  # noqa: E402
+from tests.reference.naive import NaiveReference  # noqa: E402
 
 STRATEGIES = ("cost-fragmentation", "fgd", "best-fit", "least-allocated")
 NAIVE_OF = {"cost-fragmentation": "fgd", "fgd": "fgd", "best-fit": "best-fit",

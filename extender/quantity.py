@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from decimal import ROUND_CEILING, Decimal, InvalidOperation
 
 from extender.errors import QuantityError
@@ -82,3 +83,17 @@ def quantity_to_mib(text: object) -> int:
 def quantity_to_milli(text: object) -> int:
     """CPU quantity -> millicores, rounded up (``1.5`` -> 1500)."""
     return quantity_to_int(parse_quantity(text) * 1000)
+
+
+def lenient_quantity(convert: Callable[[object], int], value: object) -> int:
+    """``convert(value)``, or 0 when the value is absent or not a quantity.
+
+    For fields the API server has already validated (node allocatable, container CPU/memory
+    requests): a value we cannot read counts as none rather than failing the object.
+    """
+    if value is None:
+        return 0
+    try:
+        return int(convert(value))
+    except QuantityError:
+        return 0

@@ -26,7 +26,7 @@ from extender.core.reasons import VERDICT_BY_CODE, Reason, format_reasons
 from extender.core.request import PlacementRequest
 from extender.inventory.layout import FREE_STARTS, POPCOUNT
 from extender.inventory.snapshot import DYNAMIC_MIG, ClusterSnapshot
-from extender.model import RequestKind, Verdict
+from extender.model import RequestKind
 
 
 @dataclass(frozen=True, eq=False)
@@ -164,9 +164,7 @@ def fit(snapshot: ClusterSnapshot, req: PlacementRequest, rows: npt.NDArray[np.i
 
     When the rows cover most of the snapshot (a filter over the whole cluster) the kernel runs
     on the snapshot's arrays in place and picks the rows at the end, which is cheaper than
-    gathering every input array first.
-
-    >>> # see tests/core/test_fit.py for worked tables
+    gathering every input array first. Worked tables: ``tests/core/test_fit.py``.
     """
     rows = np.asarray(rows, dtype=np.int64)
     n_nodes = snapshot.n_nodes
@@ -368,13 +366,3 @@ def _params(snapshot: ClusterSnapshot, req: PlacementRequest, reason: Reason,
     return (0, 0, 0)  # UNKNOWN_NODE, NO_GPUS, NO_MIG_PROFILE carry no numbers
 
 
-def fraction_mib(total: npt.NDArray[np.int32] | int, milli: int) -> npt.NDArray[np.int64] | int:
-    """VRAM a ``milli`` share of a GPU with ``total`` MiB holds (rounded down, so shares that
-    add up to one GPU always fit on it)."""
-    return np.asarray(total, dtype=np.int64) * milli // 1000 if isinstance(total, np.ndarray) \
-        else int(total) * milli // 1000
-
-
-def verdict_counts(result: FitResult) -> dict[Verdict, int]:
-    counts = np.bincount(result.verdict, minlength=3)
-    return {v: int(counts[v.value]) for v in Verdict}

@@ -48,8 +48,7 @@ from extender.catalog import Catalog
 from extender.core.fit import row_count
 from extender.core.workload import Shape
 from extender.inventory.snapshot import ClusterSnapshot
-
-MILLI = 1000
+from extender.units import MILLI
 
 
 @dataclass(frozen=True, eq=False)
@@ -333,15 +332,5 @@ def row_sum(values: npt.NDArray[np.floating[Any]] | npt.NDArray[np.integer[Any]]
 def sigmoid(value: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     out: npt.NDArray[np.float64] = 0.5 * (1.0 + np.tanh(0.5 * value))
     return out
-
-
-def cluster_frag(model: FragModel, snapshot: ClusterSnapshot) -> float:
-    """Sum of F over all nodes, in GPUs (FGD's "fragmentation amount")."""
-    rows = snapshot.valid_rows()
-    if len(rows) == 0:
-        return 0.0
-    state = gpu_state(snapshot, rows)
-    level = model.levels(snapshot.cpu_free[rows])
-    return float(model.node_frag(state, level).sum()) / MILLI
 
 

@@ -153,18 +153,6 @@ class ClusterSnapshot:
     def n_gpus(self) -> int:
         return int(self.gpu_type.shape[1])
 
-    def rows(self, names: list[str] | tuple[str, ...]) -> tuple[npt.NDArray[np.int64], list[str]]:
-        """Rows of the named nodes, and the names the snapshot does not know."""
-        index = self.node_index
-        rows = []
-        unknown = []
-        for name in names:
-            row = index.get(name)
-            if row is None:
-                unknown.append(name)
-            else:
-                rows.append(row)
-        return np.array(rows, dtype=np.int64), unknown
 
     def valid_rows(self) -> npt.NDArray[np.int64]:
         return np.flatnonzero(self.node_valid).astype(np.int64)

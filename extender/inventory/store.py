@@ -161,8 +161,6 @@ class Inventory:
     def has_synced(self) -> bool:
         return self._synced.is_set()
 
-    def wait_synced(self, timeout: float | None = None) -> bool:
-        return self._synced.wait(timeout)
 
     # -- nodes -------------------------------------------------------------------------------
 

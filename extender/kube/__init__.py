@@ -1,2 +1,3 @@
-"""Everything that knows the shape of Kubernetes objects: decoding Pods and Nodes into domain
-values, the annotations we persist, and (in the service) watches and binds."""
+"""Everything that knows the shape of Kubernetes objects, and does no I/O: decoding Pods and
+Nodes into domain values, node label conventions, the annotations we persist, and accessors
+for object metadata (``objects``). Calls to the API server live in ``extender.apiserver``."""

@@ -16,6 +16,7 @@ import orjson
 
 from extender.catalog import Catalog
 from extender.errors import QuantityError
+from extender.kube import objects
 from extender.kube.labels import LabelMapper
 from extender.model import (
     ANNOTATION_NODE_GPUS,
@@ -27,7 +28,12 @@ from extender.model import (
     MigLayout,
     NodeInfo,
 )
-from extender.quantity import parse_quantity, quantity_to_mib, quantity_to_milli
+from extender.quantity import (
+    lenient_quantity,
+    parse_quantity,
+    quantity_to_mib,
+    quantity_to_milli,
+)
 
 TIME_SLICING = ("time-slicing", "time-sharing", "mps")
 """Sharing strategies (GFD, GKE) under which the device plugin advertises ``replicas`` units per
@@ -40,12 +46,11 @@ class NodeDecoder:
         self._labels = labels
 
     def decode(self, node: Mapping[str, Any]) -> NodeInfo:
-        meta = node.get("metadata") or {}
         status = node.get("status") or {}
         allocatable = status.get("allocatable") or {}
-        labels = meta.get("labels") or {}
-        annotations = meta.get("annotations") or {}
-        name = meta.get("name", "") or ""
+        labels = objects.labels(node)
+        annotations = objects.annotations(node)
+        name = objects.name(node)
         problems: list[str] = []
         gpus: tuple[GpuDevice, ...] | None = None
         raw_type = ""
@@ -64,8 +69,8 @@ class NodeDecoder:
         return NodeInfo(
             name=name,
             gpus=gpus,
-            cpu_milli=_quantity(quantity_to_milli, allocatable.get("cpu")),
-            memory_mib=_quantity(quantity_to_mib, allocatable.get("memory")),
+            cpu_milli=lenient_quantity(quantity_to_milli, allocatable.get("cpu")),
+            memory_mib=lenient_quantity(quantity_to_mib, allocatable.get("memory")),
             type_name=raw_type,
             problems=tuple(problems),
         )
@@ -257,15 +262,6 @@ def _count(value: object) -> int:
         return 0
     try:
         return max(0, int(parse_quantity(value)))
-    except QuantityError:
-        return 0
-
-
-def _quantity(convert: Any, value: object) -> int:
-    if value is None:
-        return 0
-    try:
-        return int(convert(value))
     except QuantityError:
         return 0
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from extender.catalog import Catalog
 from extender.errors import QuantityError, RequestError, join_accepted
+from extender.kube import objects
 from extender.kube.annotations import decode_assignment
 from extender.kube.labels import LabelMapper
 from extender.model import (
@@ -27,10 +28,14 @@ from extender.model import (
     RESOURCE_MIG_PREFIX,
     GpuRequest,
     PodInfo,
-    PodKey,
     RequestKind,
 )
-from extender.quantity import parse_quantity, quantity_to_mib, quantity_to_milli
+from extender.quantity import (
+    lenient_quantity,
+    parse_quantity,
+    quantity_to_mib,
+    quantity_to_milli,
+)
 
 AMOUNT_FORMS = (f"{RESOURCE_GPU}: N, {RESOURCE_GPU_SHARED}: N, {RESOURCE_MIG_PREFIX}<profile>: N, "
                 f"{RESOURCE_GPU_MEMORY}: <bytes, e.g. 4Gi>, {RESOURCE_GPU_MILLI}: 1..999")
@@ -66,11 +71,9 @@ class PodDecoder:
         The watch must never drop a pod because its request is malformed: what it holds (its
         ``assigned`` annotation) still counts.
         """
-        meta = pod.get("metadata") or {}
         spec = pod.get("spec") or {}
         status = pod.get("status") or {}
-        key = PodKey(meta.get("namespace", "") or "", meta.get("name", "") or "",
-                     meta.get("uid", "") or "")
+        key = objects.pod_key(pod)
         problems: list[str] = []
         try:
             request = self.request(pod)
@@ -79,7 +82,7 @@ class PodDecoder:
         except (AttributeError, TypeError) as exc:  # shapes only a hand-written cluster file has
             request, problems = None, [f"spec: malformed pod ({exc})"]
         assignment = None
-        raw = (meta.get("annotations") or {}).get(ANNOTATION_ASSIGNED)
+        raw = objects.annotations(pod).get(ANNOTATION_ASSIGNED)
         if raw is not None:
             try:
                 assignment = decode_assignment(raw)
@@ -94,7 +97,7 @@ class PodDecoder:
             request=request,
             cpu_milli=cpu,
             memory_mib=memory,
-            node_name=spec.get("nodeName", "") or "",
+            node_name=objects.node_name(pod),
             assignment=assignment,
             terminal=status.get("phase") in ("Succeeded", "Failed"),
             problems=tuple(problems),
@@ -196,10 +199,9 @@ class PodDecoder:
 
     def _types(self, pod: Mapping[str, Any]) -> tuple[frozenset[int] | None, frozenset[int], str]:
         """Accepted types (intersection of every place the pod names one) and excluded ones."""
-        meta = pod.get("metadata") or {}
         spec = pod.get("spec") or {}
-        labels = meta.get("labels") or {}
-        annotations = meta.get("annotations") or {}
+        labels = objects.labels(pod)
+        annotations = objects.annotations(pod)
         constraints: list[tuple[frozenset[int], str]] = []
         excluded: set[int] = set()
 
@@ -330,7 +332,7 @@ class PodDecoder:
         def need(resource: str, convert: Callable[[object], int]) -> int:
             def value(container: Mapping[str, Any]) -> int:
                 requests = (container.get("resources") or {}).get("requests") or {}
-                return _safe(convert, requests.get(resource))
+                return lenient_quantity(convert, requests.get(resource))
 
             init = spec.get("initContainers") or []
             return _pod_need(
@@ -338,8 +340,10 @@ class PodDecoder:
                 [(value(c), _is_sidecar(c, "spec.initContainers")) for c in init])
 
         overhead = spec.get("overhead") or {}
-        return (need("cpu", quantity_to_milli) + _safe(quantity_to_milli, overhead.get("cpu")),
-                need("memory", quantity_to_mib) + _safe(quantity_to_mib, overhead.get("memory")))
+        return (need("cpu", quantity_to_milli)
+                + lenient_quantity(quantity_to_milli, overhead.get("cpu")),
+                need("memory", quantity_to_mib)
+                + lenient_quantity(quantity_to_mib, overhead.get("memory")))
 
 
 def _is_gpu_resource(name: str) -> bool:
@@ -416,13 +420,3 @@ def _form(amount: _Amount) -> str:
     if amount.kind is RequestKind.MIG:
         return f"MIG {amount.mig_profile}"
     return str(amount.kind)
-
-
-def _safe(convert: Any, value: object) -> int:
-    """CPU/memory requests were validated by the API server; tolerate absent values."""
-    if value is None:
-        return 0
-    try:
-        return int(convert(value))
-    except QuantityError:
-        return 0

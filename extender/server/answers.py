@@ -35,12 +35,6 @@ class Answer:
     def document(self) -> Any:
         return orjson.loads(self.body)
 
-    def __getitem__(self, key: str) -> Any:
-        """A key of an object answer (decodes the body each time: for tests)."""
-        if not isinstance(key, str):
-            raise TypeError("index the document(), not the Answer")
-        return self.document()[key]
-
 
 @dataclass(frozen=True)
 class NodeGroup:

@@ -13,14 +13,14 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import orjson
 from flask import Flask, Response, request
 from prometheus_client import CONTENT_TYPE_LATEST
 from werkzeug.exceptions import HTTPException
 
+from extender.kube.objects import pod_key
 from extender.server.answers import Answer
 from extender.server.debug import register_debug_routes
-from extender.server.pods import pod_key
+from extender.server.responses import JSON, json_response
 from extender.server.service import ExtenderService
 from extender.server.verbs import NO_PRIORITIES
 from extender.server.wire import (
@@ -34,12 +34,7 @@ from extender.server.wire import (
 
 _log = logging.getLogger(__name__)
 
-JSON = "application/json"
 Args = TypeVar("Args")
-
-
-def _json(document: object, status: int = 200) -> Response:
-    return Response(orjson.dumps(document), status=status, content_type=JSON)
 
 
 def create_app(service: ExtenderService, *, debug_endpoints: bool = True) -> Flask:
@@ -58,13 +53,13 @@ def create_app(service: ExtenderService, *, debug_endpoints: bool = True) -> Fla
 
     @app.get("/healthz")
     def healthz() -> Response:
-        return _json({"status": "ok"})
+        return json_response({"status": "ok"})
 
     @app.get("/readyz")
     def readyz() -> Response:
         if service.ready():
-            return _json({"status": "ready"})
-        return _json({"status": "inventory not synced yet"}, 503)
+            return json_response({"status": "ready"})
+        return json_response({"status": "inventory not synced yet"}, 503)
 
     @app.get("/metrics")
     def metrics() -> Response:
@@ -75,12 +70,13 @@ def create_app(service: ExtenderService, *, debug_endpoints: bool = True) -> Fla
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException) -> Response:
-        return _json({"Error": f"{exc.code} {exc.name}: {exc.description}"}, exc.code or 500)
+        return json_response({"Error": f"{exc.code} {exc.name}: {exc.description}"},
+                             exc.code or 500)
 
     @app.errorhandler(Exception)
     def unexpected(exc: Exception) -> Response:
         _log.exception("request failed", extra={"fields": {"path": request.path}})
-        return _json({"Error": f"internal error: {type(exc).__name__}"}, 500)
+        return json_response({"Error": f"internal error: {type(exc).__name__}"}, 500)
 
     return app
 
@@ -99,7 +95,7 @@ def _verb_view(service: ExtenderService, verb: str, decode: Callable[[bytes], Ar
             metrics.decision(verb, "malformed")
             _log.warning("malformed request", extra={"fields": {"verb": verb,
                                                                  "error": str(exc)}})
-            return _json({"Error": str(exc)}, 400)
+            return json_response({"Error": str(exc)}, 400)
         try:
             result = handle(args)
         except Exception as exc:

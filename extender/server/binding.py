@@ -13,12 +13,12 @@ import logging
 import threading
 from dataclasses import dataclass
 
+from extender.apiserver.binder import Binder
+from extender.apiserver.client import PodWriter
+from extender.apiserver.errors import KubeError
 from extender.core.assign import NoFitError, assign
 from extender.errors import CapacityError, ExtenderError, UnknownNodeError
 from extender.inventory.store import HoldingState, Inventory
-from extender.kube.binder import Binder
-from extender.kube.client import PodWriter
-from extender.kube.errors import KubeError
 from extender.model import Assignment, PodKey
 from extender.server.metrics import ExtenderMetrics
 from extender.server.pods import DecodedPod, PodRequests

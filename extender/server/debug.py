@@ -18,39 +18,36 @@ from typing import Any
 import orjson
 from flask import Flask, Response, request
 
+from extender.apiserver.errors import KubeError, NotFound
 from extender.inventory.snapshot import DYNAMIC_MIG, NOT_MIG
 from extender.inventory.store import Holding, Inventory
-from extender.kube.errors import KubeError, NotFound
+from extender.server.responses import json_response
 from extender.server.service import ExtenderService
 from extender.server.wire import WireError
-
-
-def _json(document: object, status: int = 200) -> Response:
-    return Response(orjson.dumps(document), status=status, content_type="application/json")
 
 
 def register_debug_routes(app: Flask, service: ExtenderService) -> None:
     @app.get("/debug/inventory")
     def debug_inventory() -> Response:
-        return _json(inventory_report(service.inventory, request.args.get("node")))
+        return json_response(inventory_report(service.inventory, request.args.get("node")))
 
     @app.post("/debug/explain")
     def debug_explain() -> Response:
         try:
             pod, names = _explain_args(request.get_data(cache=False))
         except WireError as exc:
-            return _json({"Error": str(exc)}, 400)
-        return _json(service.verbs.explain(pod, names))
+            return json_response({"Error": str(exc)}, 400)
+        return json_response(service.verbs.explain(pod, names))
 
     @app.get("/debug/explain/<namespace>/<name>")
     def debug_explain_known(namespace: str, name: str) -> Response:
         try:
             pod = service.find_pod(namespace, name)
         except NotFound:
-            return _json({"Error": f"pod {namespace}/{name} not found"}, 404)
+            return json_response({"Error": f"pod {namespace}/{name} not found"}, 404)
         except KubeError as exc:
-            return _json({"Error": f"cannot read pod {namespace}/{name}: {exc}"}, 502)
-        return _json(service.verbs.explain(pod))
+            return json_response({"Error": f"cannot read pod {namespace}/{name}: {exc}"}, 502)
+        return json_response(service.verbs.explain(pod))
 
 
 def _explain_args(body: bytes) -> tuple[dict[str, Any], list[str] | None]:

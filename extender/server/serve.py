@@ -86,7 +86,7 @@ def run_serve(args: argparse.Namespace) -> int:
 
 def prepare(args: argparse.Namespace) -> Callable[[], Any] | int:
     """Validate the invocation; return the worker's service factory or an exit code."""
-    from extender.kube.errors import KubeError
+    from extender.apiserver.errors import KubeError
     from extender.platform import load_platform
     from extender.server.service import ExtenderService
     from extender.sync.offline import ClusterFileError, load_cluster_file
@@ -104,7 +104,7 @@ def prepare(args: argparse.Namespace) -> Callable[[], Any] | int:
             return EXIT_USAGE
         return lambda: ExtenderService.from_cluster_objects(platform, objects)
 
-    from extender.kube.client import ApiServerClient, load_configuration
+    from extender.apiserver.client import ApiServerClient, load_configuration
 
     try:
         configuration = load_configuration(args.kubeconfig)

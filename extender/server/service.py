@@ -13,10 +13,10 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from extender.apiserver.binder import Binder
+from extender.apiserver.client import KubeApi, PodWriter
 from extender.core.workload import WorkloadMix
 from extender.inventory.store import Inventory
-from extender.kube.binder import Binder
-from extender.kube.client import KubeApi, PodWriter
 from extender.platform import Platform
 from extender.server.binding import BindCoordinator
 from extender.server.metrics import ExtenderMetrics

@@ -31,7 +31,8 @@ from extender.core.scoring.base import strategy_names
 from extender.model import GpuDevice, GpuRequest, NodeInfo, RequestKind
 from extender.platform import Platform, build_platform
 from extender.simulator.errors import TraceError
-from extender.simulator.trace import MILLI, TraceNode, TracePod
+from extender.simulator.trace import TraceNode, TracePod
+from extender.units import MILLI
 
 CATALOG_MODELS: Mapping[str, str] = {
     "T4": "t4", "P100": "p100", "V100M16": "v100-16gb", "V100M32": "v100-32gb", "A10": "a10",

@@ -18,7 +18,8 @@ from extender.model import GpuRequest, NodeInfo, RequestKind
 from extender.platform import Platform
 from extender.simulator.errors import TraceError
 from extender.simulator.openb import node_info, platform_for_models, pod_request
-from extender.simulator.trace import MILLI, Trace
+from extender.simulator.trace import Trace
+from extender.units import MILLI
 
 
 @dataclass(frozen=True)

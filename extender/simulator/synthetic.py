@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from extender.simulator.trace import MILLI, Trace, TraceNode, TracePod
+from extender.simulator.trace import Trace, TraceNode, TracePod
+from extender.units import MILLI
 
 
 @dataclass(frozen=True)

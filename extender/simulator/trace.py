@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from extender.simulator.errors import TraceError
+from extender.units import MILLI
 
 NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
 POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")
-MILLI = 1000
 
 
 @dataclass(frozen=True)
@@ -61,10 +61,6 @@ class Trace:
     name: str
     nodes: tuple[TraceNode, ...]
     pods: tuple[TracePod, ...]
-
-    @property
-    def gpu_capacity_milli(self) -> int:
-        return sum(n.gpus for n in self.nodes) * MILLI
 
     @property
     def demand_milli(self) -> int:

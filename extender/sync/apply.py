@@ -28,6 +28,7 @@ import numpy as np
 from extender.core.assign import NoFitError, assign
 from extender.core.request import PlacementRequest
 from extender.inventory.store import ApplyReport, Holding, HoldingState, Inventory
+from extender.kube import objects
 from extender.model import Assignment, GpuRequest, NodeInfo, PodInfo
 from extender.platform import Platform
 
@@ -52,7 +53,7 @@ class InventoryApplier:
     def node_event(self, event_type: str, node: Mapping[str, Any]) -> None:
         with self._lock:
             if event_type == DELETED:
-                name = (node.get("metadata") or {}).get("name", "")
+                name = objects.name(node)
                 self._nodes.pop(name, None)
                 self._inventory.remove_node(name)
                 return
@@ -87,7 +88,7 @@ class InventoryApplier:
     def pod_event(self, event_type: str, pod: Mapping[str, Any]) -> None:
         with self._lock:
             if event_type == DELETED:
-                self._forget((pod.get("metadata") or {}).get("uid", ""))
+                self._forget(objects.uid(pod))
                 return
             info = self._platform.pods.decode(pod)
             if not info.key.uid:

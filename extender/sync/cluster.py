@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from extender.apiserver.client import ResourceLister
 from extender.inventory.store import Inventory
-from extender.kube.client import ResourceLister
 from extender.sync.apply import InventoryApplier
 from extender.sync.reconcile import Reconciler, RepairHook
 from extender.sync.watch import Backoff, ResourceSink, ResourceWatcher, RestartHook

@@ -20,9 +20,10 @@ from typing import Any
 import orjson
 import yaml
 
+from extender.apiserver.errors import Conflict, NotFound
 from extender.errors import ExtenderError
 from extender.inventory.store import Inventory
-from extender.kube.errors import Conflict, NotFound
+from extender.kube import objects
 from extender.model import PodKey
 from extender.sync.apply import InventoryApplier
 
@@ -69,7 +70,7 @@ def parse_cluster_document(document: object, source: str = "cluster file") -> Cl
         if not isinstance(item, dict):
             raise ClusterFileError(f"{source}: items[{i}]: must be an object")
         kind = item.get("kind") or implied
-        name = (item.get("metadata") or {}).get("name")
+        name = objects.meta(item).get("name")
         if kind not in ("Node", "Pod"):
             continue  # other objects in the dump do not concern GPUs
         if not isinstance(name, str) or not name:
@@ -146,7 +147,7 @@ class OfflineCluster:
         pod = self._pods.get((namespace, name))
         if pod is None:
             raise NotFound(f"pod {namespace}/{name} not found", status=404)
-        actual = (pod.get("metadata") or {}).get("uid", "")
+        actual = objects.uid(pod)
         if uid and actual and actual != uid:
             raise Conflict(f"Precondition failed: UID in precondition: {uid}, UID in object "
                            f"meta: {actual}", status=409)
@@ -162,5 +163,4 @@ class OfflineCluster:
 
 
 def _name_of(pod: Mapping[str, Any]) -> tuple[str, str]:
-    meta = pod.get("metadata") or {}
-    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+    return objects.namespace(pod), objects.name(pod)

@@ -12,7 +12,8 @@ from typing import Any
 
 import orjson
 
-from extender.kube.errors import KubeError, error_for_status
+from extender.apiserver.errors import KubeError, error_for_status
+from extender.kube import objects
 
 APPLIED_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED"})
 
@@ -77,7 +78,7 @@ class WatchCursor:
                                    f"watch error: {obj.get('message', obj)}",
                                    str(obj.get("reason", "")))
         if event_type in APPLIED_TYPES or event_type == "BOOKMARK":
-            version = (obj.get("metadata") or {}).get("resourceVersion")
+            version = objects.resource_version(obj)
             if version:
                 self.resource_version = str(version)
             kind = StepKind.APPLY if event_type in APPLIED_TYPES else StepKind.BOOKMARK

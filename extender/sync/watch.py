@@ -22,8 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from extender.kube.client import ResourceKind, ResourceLister, WatchStream
-from extender.kube.errors import Gone, KubeError
+from extender.apiserver.client import ResourceKind, ResourceLister, WatchStream
+from extender.apiserver.errors import Gone, KubeError
 from extender.sync.stream import LineBuffer, StepKind, WatchCursor
 
 _log = logging.getLogger(__name__)

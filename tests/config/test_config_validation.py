@@ -272,7 +272,9 @@ def test_adjacent_starts_are_valid(starts: list[int]) -> None:
     ],
 )
 def test_valid_configs_pass(config: dict[str, Any]) -> None:
-    load_config_text(yaml.safe_dump(config), strategies=STRATEGIES)
+    loaded = load_config_text(yaml.safe_dump(config), strategies=STRATEGIES)
+    # accepted and in effect: the setting was not dropped on the way to the typed config
+    assert loaded != load_config_text("{}", strategies=STRATEGIES)
 
 
 def test_a_star_is_only_for_namespace_allowances() -> None:

@@ -17,7 +17,6 @@ from extender.catalog import Catalog
 from extender.config.types import ProtectionConfig
 from extender.core.assign import NoFitError, assign
 from extender.core.fit import fit
-from extender.core.naive import NaiveReference
 from extender.core.request import PlacementRequest, Protection, resolve_request
 from extender.core.workload import Shape
 from extender.inventory import Holding, Inventory
@@ -31,6 +30,7 @@ from extender.model import (
     RequestKind,
 )
 from extender.platform import Platform, load_platform
+from tests.reference.naive import NaiveReference
 
 PROTECTION = ProtectionConfig(protected_types=None,
                               namespaces={"research": ("a100",), "platform": ("*",)})

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
-from extender.core.fit import fit, verdict_counts
+from extender.core.fit import fit
 from extender.core.reasons import Reason, format_reason, verdict_of
 from extender.model import GpuRequest, NodeInfo, Verdict
 from tests.core.helpers import catalog, gpu, inventory, node, place, placement, reference, request
@@ -252,7 +252,7 @@ def test_every_reason_has_a_message() -> None:
         assert (text == "") is (code is Reason.FITS)
 
 
-def test_fit_on_many_nodes_formats_each_distinct_reason_once_and_counts_verdicts() -> None:
+def test_fit_on_many_nodes_gives_each_row_its_verdict_and_message() -> None:
     # 3 fitting T4 nodes, 2 A100 nodes (protected for an untyped pod), 1 full T4 node
     nodes = [node(f"t{i}", "t4", 1) for i in range(4)] + \
         [node(f"a{i}", "a100-80gb", 1) for i in range(2)]
@@ -260,8 +260,8 @@ def test_fit_on_many_nodes_formats_each_distinct_reason_once_and_counts_verdicts
     place(inv, whole(1), "t3")
     snap = inv.snapshot()
     result = fit(snap, placement(whole(1)), snap.valid_rows())
-    assert verdict_counts(result) == {Verdict.FITS: 3, Verdict.UNSCHEDULABLE: 1,
-                                      Verdict.UNRESOLVABLE: 2}
+    assert [Verdict(v) for v in result.verdict.tolist()] == \
+        [Verdict.FITS] * 3 + [Verdict.UNSCHEDULABLE] + [Verdict.UNRESOLVABLE] * 2
     messages = result.messages(snap)
     assert messages[:3] == ["", "", ""]
     assert messages[3] == "1/1 accepted GPUs in use; the pod needs 1 free"

@@ -10,12 +10,13 @@ import numpy as np
 import pytest
 
 from extender.core.fit import fit
-from extender.core.frag import FragModel, cluster_frag, gpu_state
+from extender.core.frag import FragModel, gpu_state
 from extender.core.scoring.base import StrategyContext, make_strategy
 from extender.core.scoring.fgd import FGD, share_after
 from extender.core.workload import Shape
 from extender.inventory import ClusterSnapshot
 from extender.model import NodeInfo
+from extender.simulator.metrics import Recorder
 from tests.core.helpers import (
     catalog,
     gpu,
@@ -103,12 +104,15 @@ def test_an_idle_two_gpu_node_is_not_fragmented_for_a_two_gpu_shape() -> None:
     assert frag(one_node(node("n", "t4", 2)), {Shape(2, 1000): 1.0}) == [0.0]
 
 
-def test_cluster_fragmentation_is_the_sum_in_gpus() -> None:
+def test_the_replay_logs_cluster_fragmentation_as_the_sum_over_nodes() -> None:
     inv = inventory(node("n", "t4", 2), node("m", "t4", 2))
     place(inv, request("fraction", milli=500), "n")
-    # n: 250 (the worked node); m idle: A and B fit everywhere -> 0. Sum 250/1000 GPU
-    assert cluster_frag(FragModel(catalog(), TWO_SHAPES), inv.snapshot()) == \
-        pytest.approx(0.25)
+    # n: 250 (the worked node); m idle: A and B fit everywhere -> 0. Sum 250 thousandths,
+    # which is 0.25 GPU = 6.25 % of the 4 GPUs
+    recorder = Recorder(FragModel(catalog(), TWO_SHAPES), inv.snapshot(), capacity_milli=4000)
+    recorder.arrival(4000)
+    assert recorder.log()[0, 2] == pytest.approx(250.0)
+    assert recorder.curve(100)[-1].frag_pct == pytest.approx(6.25)
 
 
 def fgd(shapes: dict[Shape, float], integer: bool = True) -> FGD:

@@ -41,6 +41,7 @@ from extender.core.workload import Shape
 from extender.errors import CapacityError, UnknownNodeError
 from extender.inventory import ClusterSnapshot, Holding, HoldingState, Inventory
 from extender.model import Assignment, GpuGrant, GpuRequest, NodeInfo, PodKey, RequestKind
+from tests.clock import FakeClock
 from tests.core.helpers import catalog, placement, random_node, random_request
 
 ARRAYS = ("node_valid", "node_version", "cpu_free", "memory_free", "gpu_type", "gpu_index",
@@ -51,14 +52,6 @@ MODEL = FragModel(catalog(), {Shape(1, 500, 0, 2000): 0.4, Shape(2, 1000, 0, 0):
                               Shape(1, 0, 20000, 0): 0.2, Shape(0, 0, 0, 1000): 0.1})
 STATELESS = (0, 2, 5, 6, 7)
 """Kinds of invalid grant that stay invalid whatever else the node holds."""
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def frozen_copy(snap: ClusterSnapshot) -> dict[str, Any]:

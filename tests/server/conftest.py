@@ -22,14 +22,6 @@ def fixture_bytes(name: str) -> bytes:
     return (DATA / name).read_bytes()
 
 
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def online_service(platform: Platform, api: FakeApiServer, *,
                    clock: Callable[[], float] | None = None) -> ExtenderService:
     """A service over a fake API server, loaded from it as the first list would (no watch

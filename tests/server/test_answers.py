@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -11,7 +10,7 @@ from extender.core.reasons import Reason
 from extender.platform import Platform
 from extender.server.answers import NodeGroup, encode_filter_names, encode_priorities, pick
 from extender.server.evaluate import ReasonMessages, group_failures
-from tests.server.conftest import FakeClock
+from tests.clock import FakeClock
 
 dns_names = st.from_regex(r"[a-z0-9]([a-z0-9.-]{0,20}[a-z0-9])?", fullmatch=True)
 any_names = st.text(min_size=1, max_size=12)
@@ -76,5 +75,9 @@ def test_grouping_large_numbers_takes_the_row_path(platform: Platform) -> None:
     feasible, failed, unresolvable = group_failures(evaluation, ReasonMessages(
         platform.catalog))
     assert feasible == [] and unresolvable == []
-    assert sorted(len(g.names) for g in failed) == [2, 3]
-    assert orjson.loads(orjson.dumps([g.value for g in failed]))
+    # one group per distinct (best free, candidates, need): rows 0-2 and rows 3-4
+    assert sorted((list(g.names), g.value) for g in failed) == [
+        (["n0", "n1", "n2"],
+         "3/3 accepted GPUs lack free VRAM: need 9000000 MiB, best free 2000000 MiB"),
+        (["n3", "n4"], "3/3 accepted GPUs lack free VRAM: need 6144 MiB, best free 5 MiB"),
+    ]

@@ -49,7 +49,7 @@ def test_concurrent_binds_keep_every_gpu_invariant(platform: Platform) -> None:
         if i % 3 == 0:
             args = ExtenderArgs(Pod=api.get_pod(meta["namespace"], meta["name"]), Nodes=None,
                                 NodeNames=names)
-            feasible = service.verbs.filter(args)["NodeNames"] or []
+            feasible = service.verbs.filter(args).document()["NodeNames"] or []
             scores = service.verbs.prioritize(args).document()
             if feasible and i % 2 == 0:
                 node = max(scores, key=lambda s: s["Score"])["Host"]

@@ -10,7 +10,8 @@ from extender.inventory.store import HoldingState
 from extender.platform import Platform
 from extender.server.service import ExtenderService
 from extender.server.wire import ExtenderArgs, ExtenderBindingArgs
-from tests.server.conftest import FakeClock, online_service
+from tests.clock import FakeClock
+from tests.server.conftest import online_service
 from tests.sync.clusters import l4_node, whole_pod
 from tests.sync.fake_api import FakeApiServer
 
@@ -44,7 +45,7 @@ def bind_args(name: str, node: str) -> ExtenderBindingArgs:
 
 def schedule(service: ExtenderService, api: FakeApiServer, name: str) -> tuple[list[str], str]:
     """Filter + prioritize as kube-scheduler does; returns (feasible, top node)."""
-    feasible = service.verbs.filter(args(api, name))["NodeNames"] or []
+    feasible = service.verbs.filter(args(api, name)).document()["NodeNames"] or []
     scores = service.verbs.prioritize(args(api, name)).document()
     top = max(scores, key=lambda s: s["Score"])["Host"] if feasible else ""
     return feasible, top
@@ -60,7 +61,7 @@ def test_the_next_pod_sees_the_previous_pods_reservation(service: ExtenderServic
     assert feasible == NAMES
     assert holder(service, "a").state is HoldingState.RESERVED
     assert holder(service, "a").node == top
-    result = service.verbs.filter(args(api, "b"))
+    result = service.verbs.filter(args(api, "b")).document()
     other = next(n for n in NAMES if n != top)
     assert result["NodeNames"] == [other]
     assert "in use" in result["FailedNodes"][top]  # full now: preemption could help
@@ -86,14 +87,14 @@ def test_bind_to_another_node_than_reserved_moves_the_hold(service: ExtenderServ
     other = next(n for n in NAMES if n != top)
     assert service.binding.bind(bind_args("a", other)) == {"Error": ""}
     assert holder(service, "a").node == other
-    assert service.verbs.filter(args(api, "b"))["NodeNames"] == [top]
+    assert service.verbs.filter(args(api, "b")).document()["NodeNames"] == [top]
 
 
 def test_reservations_expire_when_no_bind_comes(service: ExtenderService, api: FakeApiServer,
                                                 clock: FakeClock) -> None:
     schedule(service, api, "a")
     clock.now += service.platform.config.service.reservation_ttl_seconds + 1
-    assert service.verbs.filter(args(api, "b"))["NodeNames"] == NAMES
+    assert service.verbs.filter(args(api, "b")).document()["NodeNames"] == NAMES
     assert holder(service, "a") is None
     assert b'gpu_extender_reservations_total{event="expired"} 1.0' in \
         service.metrics.exposition()
@@ -103,7 +104,7 @@ def test_rescheduling_a_pod_drops_its_own_stale_hold(service: ExtenderService,
                                                      api: FakeApiServer) -> None:
     schedule(service, api, "a")
     schedule(service, api, "b")  # both GPUs held now
-    result = service.verbs.filter(args(api, "a"))  # kube retries pod a
+    result = service.verbs.filter(args(api, "a")).document()  # kube retries pod a
     assert len(result["NodeNames"] or []) == 1
     assert holder(service, "a") is None
 
@@ -137,7 +138,7 @@ def test_an_api_failure_releases_the_reservation(service: ExtenderService,
     error = service.binding.bind(bind_args("a", top))["Error"]
     assert "injected binding failure" in error
     assert holder(service, "a") is None
-    assert service.verbs.filter(args(api, "b"))["NodeNames"] == NAMES
+    assert service.verbs.filter(args(api, "b")).document()["NodeNames"] == NAMES
     assert api.events[-1]["reason"] == "GpuBindFailed"
 
 

@@ -35,7 +35,8 @@ def test_metrics_cover_latency_decisions_inventory_and_conflicts(client: FlaskCl
         'gpu_extender_reservations_total{event="placed"} 1.0',
         'gpu_extender_gpus{state="total",type="t4"} 8.0',
         'gpu_extender_gpus{state="allocated",type="t4"} 5.0',
-        'gpu_extender_vram_free_mib{type="t4"}',
+        # 8 T4s of 15360 MiB; 5 are whole-allocated (2 + 3 in the fixture), 3 idle
+        f'gpu_extender_vram_free_mib{{type="t4"}} {3 * 15360:.1f}',
         'gpu_extender_inventory_synced 1.0',
         'gpu_extender_holdings{state="reserved"} 1.0',
         'gpu_extender_bind_conflicts_total 0.0',

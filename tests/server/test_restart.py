@@ -25,7 +25,7 @@ def test_a_fresh_process_rebuilds_the_same_allocation(platform: Platform) -> Non
     for pod in pods:
         meta = pod["metadata"]
         args = ExtenderArgs(Pod=api.get_pod("ml", meta["name"]), Nodes=None, NodeNames=names)
-        assert service.verbs.filter(args)["NodeNames"]
+        assert service.verbs.filter(args).document()["NodeNames"]
         top = max(service.verbs.prioritize(args).document(), key=lambda s: s["Score"])["Host"]
         result = service.binding.bind(ExtenderBindingArgs(
             PodName=meta["name"], PodNamespace="ml", PodUID=meta["uid"], Node=top))
@@ -53,8 +53,8 @@ def test_a_fresh_process_rebuilds_the_same_allocation(platform: Platform) -> Non
     extra = whole_pod("w2", 2)
     api.add_pod(extra)
     args = ExtenderArgs(Pod=api.get_pod("ml", "w2"), Nodes=None, NodeNames=names)
-    feasible = restarted.verbs.filter(args)["NodeNames"] or []
-    live_feasible = service.verbs.filter(args)["NodeNames"] or []
+    feasible = restarted.verbs.filter(args).document()["NodeNames"] or []
+    live_feasible = service.verbs.filter(args).document()["NodeNames"] or []
     assert feasible == live_feasible
 
 

@@ -9,14 +9,15 @@ import itertools
 import numpy as np
 import pytest
 
-from extender.core.frag import FragModel, cluster_frag
 from extender.core.scoring.base import strategy_names
 from extender.core.scoring.capacity import used_fraction
 from extender.core.workload import typical_shapes
+from extender.inventory import ClusterSnapshot
 from extender.simulator.replay import Replay, ReplayOptions, ReplayResult, pick_best
 from extender.simulator.result import SCHEMA_VERSION, summary, to_json
 from extender.simulator.scenario import Scenario, openb_scenario
 from extender.simulator.synthetic import synthetic_trace
+from tests.reference.naive import NaiveReference
 
 
 @functools.cache
@@ -78,16 +79,25 @@ def test_pick_best_takes_the_first_or_a_random_maximum() -> None:
 
 def test_fgd_fragmentation_curve_is_sane() -> None:
     run, result = replay("fgd", inflate=1.3)
-    model = FragModel(scenario().platform.catalog, typical_shapes(scenario().typical))
+    shapes = typical_shapes(scenario().typical)
+    platform = scenario().platform
+    reference = NaiveReference(platform.catalog, platform.config.protection)
+
+    def frag_pct(snapshot: ClusterSnapshot) -> float:
+        """The oracle's sum of F over all nodes, in % of the cluster's GPUs."""
+        total = sum(reference.node_frag(snapshot, int(row), shapes)
+                    for row in snapshot.valid_rows())
+        return total / 1000 * 100 / result.gpus
+
     empty = Replay(scenario(), ReplayOptions(policy="fgd")).inventory.snapshot()
-    initial = cluster_frag(model, empty) * 100 / result.gpus
+    initial = frag_pct(empty)
     curve = result.curve
     assert curve[0].frag_pct == pytest.approx(initial, abs=1.0)
     for point in curve:
         idle = 100.0 - point.allocated_pct
         assert 0.0 <= point.frag_pct <= idle + 1e-6  # fragments are idle GPUs
     # the last point is measured on the final state
-    final = cluster_frag(model, run.inventory.snapshot()) * 100 / result.gpus
+    final = frag_pct(run.inventory.snapshot())
     assert curve[-1].frag_pct == pytest.approx(final, abs=1.5)
 
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import orjson
 
-from extender.kube.client import ObjectList, ResourceKind, WatchStream
-from extender.kube.errors import Conflict, KubeError, NotFound, Unavailable
+from extender.apiserver.client import ObjectList, ResourceKind, WatchStream
+from extender.apiserver.errors import Conflict, KubeError, NotFound, Unavailable
 from extender.model import PodKey
 
 

@@ -48,7 +48,7 @@ def test_ready_after_both_lists_then_binds_are_observed_through_the_watch(
     running = service.inventory.holding("uid-running")
     assert running is not None and running.assignment is not None  # inferred: no annotation
     args = ExtenderArgs(Pod=api.get_pod("ml", "new"), Nodes=None, NodeNames=["l4-0"])
-    assert service.verbs.filter(args)["NodeNames"] == ["l4-0"]
+    assert service.verbs.filter(args).document()["NodeNames"] == ["l4-0"]
     service.verbs.prioritize(ExtenderArgs(Pod=args["Pod"], Nodes=None,
                                           NodeNames=["l4-0", "t4-0"]))
     bind = ExtenderBindingArgs(PodName="new", PodNamespace="ml", PodUID="uid-new", Node="l4-0")

@@ -9,9 +9,9 @@ import orjson
 import pytest
 from kubernetes import client as k8s
 
-from extender.kube.binder import Binder
-from extender.kube.client import ApiServerClient
-from extender.kube.errors import Conflict, Gone, KubeError, NotFound, Unavailable, translate
+from extender.apiserver.binder import Binder
+from extender.apiserver.client import ApiServerClient
+from extender.apiserver.errors import Conflict, Gone, KubeError, NotFound, Unavailable, translate
 from extender.model import Assignment, GpuGrant, PodKey, RequestKind
 from tests.sync.http_apiserver import FakeApiState, fake_apiserver
 
@@ -90,8 +90,18 @@ def test_errors_are_ours_with_the_clients_exception_as_cause(
     assert isinstance(raised.value.__cause__, k8s.exceptions.ApiException)
     with pytest.raises(Conflict):
         client.patch_pod_annotations("ml", "p", "wrong-uid", {"a": "b"})
+
+
+def test_an_event_is_posted_about_the_pod(api: tuple[ApiServerClient, FakeApiState]) -> None:
+    client, state = api
     client.record_event(PodKey("ml", "p", "u1"), reason="GpuBindFailed", message="x",
                         event_type="Warning")
+    method, path, _, _, body = state.requests[-1]
+    assert (method, path) == ("POST", "/api/v1/namespaces/ml/events")
+    event = orjson.loads(body)
+    assert (event["reason"], event["message"], event["type"]) == ("GpuBindFailed", "x", "Warning")
+    assert event["involvedObject"] == {"apiVersion": "v1", "kind": "Pod", "namespace": "ml",
+                                       "name": "p", "uid": "u1"}
 
 
 def test_an_unreachable_server_is_unavailable() -> None:

@@ -8,8 +8,8 @@ import orjson
 import pytest
 import yaml
 
+from extender.apiserver.errors import Conflict, NotFound
 from extender.inventory.store import HoldingState, Inventory
-from extender.kube.errors import Conflict, NotFound
 from extender.platform import Platform
 from extender.sync.apply import InventoryApplier
 from extender.sync.offline import (

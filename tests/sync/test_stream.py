@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from extender.kube.errors import Gone, KubeError
+from extender.apiserver.errors import Gone, KubeError
 from extender.sync.stream import LineBuffer, StepKind, WatchCursor
 
 

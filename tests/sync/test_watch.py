@@ -10,8 +10,8 @@ from typing import Any
 import orjson
 import pytest
 
-from extender.kube.client import ObjectList, ResourceKind
-from extender.kube.errors import KubeError, Unavailable
+from extender.apiserver.client import ObjectList, ResourceKind
+from extender.apiserver.errors import KubeError, Unavailable
 from extender.sync.watch import Backoff, ResourceSink, ResourceWatcher
 
 Script = list[bytes | Exception]

@@ -52,10 +52,7 @@ from extender.core.scoring.base import (
 from extender.core.scoring.capacity import request_fraction, used_fraction
 from extender.inventory.snapshot import ClusterSnapshot
 from extender.model import Assignment, RequestKind
-
-MILLI = 1000
-MAX_CPU_MILLI = 128_000.0
-MAX_GPU_MILLI = 8_000
+from extender.units import MAX_CPU_MILLI, MAX_GPU_MILLI, MILLI
 
 
 @runtime_checkable

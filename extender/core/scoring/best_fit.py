@@ -24,9 +24,7 @@ from extender.core.scoring.base import (
 )
 from extender.core.scoring.capacity import unit_take, used_total
 from extender.inventory.snapshot import ClusterSnapshot
-
-MAX_CPU_MILLI = 128_000.0
-MAX_GPU_MILLI = 8_000.0
+from extender.units import MAX_CPU_MILLI, MAX_GPU_MILLI
 
 
 def min_max(scores: np.ndarray) -> np.ndarray:

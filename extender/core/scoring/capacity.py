@@ -92,10 +92,6 @@ def unit_take(snapshot: ClusterSnapshot, req: PlacementRequest, rows: npt.NDArra
     return np.where(ways > 0, 1.0 / np.maximum(ways, 1), 0.0)
 
 
-def gpu_counts(snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    return row_count(snapshot.gpu_type[rows] >= 0)
-
-
 MIXED = -1
 """``row_type`` of a node whose GPUs are of several types."""
 

@@ -61,7 +61,7 @@ import numpy as np
 import numpy.typing as npt
 
 from extender.core.fit import FitResult, row_any
-from extender.core.frag import MILLI, FragModel
+from extender.core.frag import FragModel
 from extender.core.request import PlacementRequest
 from extender.core.scoring.base import MAX_SCORE, ScoreResult, StrategyContext, register
 from extender.core.scoring.capacity import free_by_type, unit_take, used_total
@@ -69,6 +69,7 @@ from extender.core.scoring.fgd import FragScorer
 from extender.core.workload import gpu_equivalents
 from extender.inventory.snapshot import ClusterSnapshot
 from extender.model import RequestKind
+from extender.units import MILLI
 
 RESOLUTION = 0.04
 """GPUs per fragmentation bucket: one point of FGD's ``floor(100 sigmoid(-dF))`` near 0."""

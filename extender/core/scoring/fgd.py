@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from extender.core.fit import FitResult
-from extender.core.frag import MILLI, FragModel, sigmoid
+from extender.core.frag import FragModel, sigmoid
 from extender.core.request import PlacementRequest
 from extender.core.scoring.base import (
     MAX_SCORE,
@@ -31,6 +31,7 @@ from extender.core.scoring.base import (
 from extender.core.workload import Shape
 from extender.inventory.snapshot import ClusterSnapshot
 from extender.model import RequestKind
+from extender.units import MILLI
 
 
 class FragScorer:

@@ -21,14 +21,11 @@ from dataclasses import dataclass
 from extender.catalog import Catalog
 from extender.config.types import ProtectionConfig
 from extender.core.reasons import Reason
+from extender.core.scoring.base import MAX_SCORE
 from extender.core.workload import Shape
 from extender.inventory.snapshot import ClusterSnapshot
 from extender.model import Assignment, GpuGrant, GpuRequest, RequestKind
-
-MAX_SCORE = 100.0
-MILLI = 1000
-MAX_CPU_MILLI = 128_000.0
-MAX_GPU_MILLI = 8_000.0
+from extender.units import MAX_CPU_MILLI, MAX_GPU_MILLI, MILLI
 
 
 class NaiveNoFitError(Exception):

@@ -1,6 +1,6 @@
 """Our own errors for talking to the API server.
 
-Only ``extender.kube`` sees the Kubernetes client's exceptions (``ApiException``, urllib3's
+Only ``extender.apiserver`` sees the Kubernetes client's exceptions (``ApiException``, urllib3's
 connection errors); everything else catches these. ``translate`` keeps the original as
 ``__cause__`` so a traceback still shows what the client raised. The subclasses are named after
 the HTTP statuses they stand for (as apimachinery's ``IsNotFound``, ``IsConflict``...), hence

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import logging
 
+from extender.apiserver.client import PodWriter
+from extender.apiserver.errors import Conflict, KubeError
+from extender.kube import objects
 from extender.kube.annotations import encode_assignment, visible_devices
-from extender.kube.client import PodWriter
-from extender.kube.errors import Conflict, KubeError
 from extender.model import ANNOTATION_ASSIGNED, ANNOTATION_VISIBLE_DEVICES, Assignment, PodKey
 
 _log = logging.getLogger(__name__)
@@ -41,8 +42,8 @@ class Binder:
             self._api.create_binding(pod.namespace, pod.name, pod.uid, node)
         except Conflict as exc:
             current = self._api.get_pod(pod.namespace, pod.name)
-            uid = (current.get("metadata") or {}).get("uid", "")
-            bound_to = (current.get("spec") or {}).get("nodeName") or ""
+            uid = objects.uid(current)
+            bound_to = objects.node_name(current)
             if uid == pod.uid and bound_to == node:
                 return
             if uid != pod.uid:

@@ -22,7 +22,8 @@ from typing import Any, Literal, Protocol
 
 import orjson
 
-from extender.kube.errors import KubeError, translate
+from extender.apiserver.errors import KubeError, translate
+from extender.kube import objects
 from extender.model import PodKey
 
 ResourceKind = Literal["nodes", "pods"]
@@ -161,10 +162,6 @@ class ApiServerClient:
 
         return cls(client.ApiClient(configuration), request_timeout=request_timeout)
 
-    @classmethod
-    def from_environment(cls, kubeconfig: str | None = None) -> ApiServerClient:
-        return cls.from_configuration(load_configuration(kubeconfig))
-
     # -- ResourceLister --------------------------------------------------------------------
 
     def list_objects(self, kind: ResourceKind) -> ObjectList:
@@ -177,7 +174,7 @@ class ApiServerClient:
             if token:
                 kwargs["_continue"] = token
             page = self._call(f"list {kind}", self._lister(kind), **kwargs)
-            meta = page.get("metadata") or {}
+            meta = objects.meta(page)
             # Pages of one list share the first page's resourceVersion (a consistent read).
             resource_version = resource_version or str(meta.get("resourceVersion", ""))
             items.extend(page.get("items") or [])
