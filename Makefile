@@ -27,6 +27,7 @@ controlplane:
 lint: $(STAMP)
 	$(BIN)/ruff check extender localcluster tests benchmarks demo
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache  # the import contract in .importlinter
 
 test-unit: $(STAMP)
 	$(BIN)/pytest -m "not e2e" $(PYTEST_ARGS)

@@ -42,7 +42,7 @@ class ProtectionConfig:
 @dataclass(frozen=True)
 class ScoringConfig:
     strategy: str
-    """Registered scoring strategy (``gpu-extender strategies`` lists them)."""
+    """Registered scoring strategy (``gpu-extender check-config`` lists them)."""
     weights: Mapping[str, float] = field(default_factory=dict)
     """Strategy-specific weights; each strategy documents the keys it reads."""
 

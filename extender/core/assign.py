@@ -32,7 +32,7 @@ class NoFitError(Exception):
 
 def assign(snapshot: ClusterSnapshot, req: PlacementRequest, row: int, *,
            order: Sequence[int] | None = None) -> Assignment:
-    """Choose GPUs on snapshot row ``row``; raises ``NoFit`` if it does not fit.
+    """Choose GPUs on snapshot row ``row``; raises ``NoFitError`` if it does not fit.
 
     ``order``: GPU slots in preference order, when a strategy has its own choice (FGD picks
     the GPU that minimises fragmentation); otherwise the best-fit rules above.
