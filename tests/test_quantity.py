@@ -7,7 +7,13 @@ from decimal import Decimal
 import pytest
 
 from extender.errors import ExtenderError, QuantityError
-from extender.quantity import parse_quantity, quantity_to_int, quantity_to_mib, quantity_to_milli
+from extender.quantity import (
+    lenient_quantity,
+    parse_quantity,
+    quantity_to_int,
+    quantity_to_mib,
+    quantity_to_milli,
+)
 
 KI, MI, GI, TI, PI, EI = (2**10, 2**20, 2**30, 2**40, 2**50, 2**60)
 
@@ -171,3 +177,16 @@ def test_converters_reject_what_parse_rejects(convert: object) -> None:
     assert callable(convert)
     with pytest.raises(QuantityError, match="'4GiB'"):
         convert("4GiB")
+
+
+@pytest.mark.parametrize(
+    ("value", "mib"),
+    [
+        P("4Gi", 4096, id="a quantity converts as the strict converter does"),
+        P(None, 0, id="absent reads as 0"),
+        P("4GiB", 0, id="not a quantity reads as 0 instead of failing the object"),
+    ],
+)
+def test_lenient_quantity_tolerates_what_the_api_server_already_validated(
+        value: object, mib: int) -> None:
+    assert lenient_quantity(quantity_to_mib, value) == mib
