@@ -7,4 +7,5 @@ COMMAND_MODULES: tuple[str, ...] = (
     "extender.server.serve",
     "extender.simulator.command",
     "extender.shadow.command",
+    "extender.views.command",
 )
