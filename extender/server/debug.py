@@ -19,12 +19,12 @@ from typing import Any
 import orjson
 from flask import Flask, Response, request
 
+from extender.inventory.mig_profiles import mig_profiles
 from extender.inventory.snapshot import DYNAMIC_MIG, NOT_MIG
 from extender.inventory.store import Holding, Inventory
 from extender.kube.errors import KubeError, NotFound
 from extender.server.service import ExtenderService
 from extender.server.wire import WireError
-from extender.views.mig import mig_profiles
 
 
 def _json(document: object, status: int = 200) -> Response:
