@@ -227,7 +227,7 @@ def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def stderr_progress(stream: TextIO = sys.stderr, every_seconds: float = 1.0) -> Progress:
+def stderr_progress(stream: TextIO | None = None, every_seconds: float = 1.0) -> Progress:
     """Progress lines on stderr, at most one a second, and the last one of each policy."""
     last = [0.0]
 
@@ -235,6 +235,7 @@ def stderr_progress(stream: TextIO = sys.stderr, every_seconds: float = 1.0) -> 
         now = time.monotonic()
         if done == total or now - last[0] >= every_seconds:
             last[0] = now
-            print(f"  {policy}: {done}/{total} pods replayed", file=stream, flush=True)
+            print(f"  {policy}: {done}/{total} pods replayed", file=stream or sys.stderr,
+                  flush=True)
 
     return report

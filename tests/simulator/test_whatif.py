@@ -96,3 +96,19 @@ def test_cli_checks_inputs_first(tmp_path: Path, capsys: pytest.CaptureFixture[s
     document = orjson.loads(out.read_bytes())
     assert [p["policy"] for p in document["policies"]] == ["best-fit", "fgd"]
     assert "waiting:" in capsys.readouterr().out
+
+
+def test_a_long_replay_reports_progress_and_expands_replicas(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "many"},
+                  "spec": {"replicas": 250, "template": {"spec": pod_doc(
+                      "x", {"gpu-extender.io/gpu-memory": "1Gi"})["spec"]}}}
+    (tmp_path / "many.yaml").write_text(yaml.safe_dump(deployment))
+    out = tmp_path / "r.json"
+    assert main(["simulate", "--cluster-file", str(DATA / "cluster.json"), "--pods",
+                 str(tmp_path / "many.yaml"), "--output", str(out)]) == 0
+    assert "250/250 pods replayed" in capsys.readouterr().err
+    pods = orjson.loads(out.read_bytes())["policies"][0]["pods"]
+    assert len(pods) == 250
+    # 1 GiB shares: the free VRAM of the cluster's unprotected GPUs holds them all
+    assert all(p["node"] for p in pods)

@@ -92,3 +92,22 @@ def test_kubectl_plugin_runs_inspect(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert kubectl_main(["inspect", "--cluster-file", str(path), "--node", "gpu-t4-0"]) == 0
     assert "ml/trainer-0" in capsys.readouterr().out
     assert kubectl_main(["nonsense"]) == 2
+
+
+def test_url_source_reads_a_running_extender_the_same_way(
+        server: tuple[int, object, Path], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    port = server[0]
+    assert main(["inspect", "--url", f"http://127.0.0.1:{port}"]) == 0
+    from_url = capsys.readouterr().out
+    assert main(["inspect", "--cluster-file", str(DATA / "cluster.json")]) == 0
+    assert capsys.readouterr().out == from_url
+    assert main(["inspect", "--url", f"http://127.0.0.1:{port}", "--node", "nope"]) == 1
+    assert "404 node 'nope' is not in the inventory" in capsys.readouterr().err
+
+
+def test_url_that_answers_nothing_is_a_plain_error(capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.server.test_serve_offline import free_port
+
+    assert main(["inspect", "--url", f"http://127.0.0.1:{free_port()}"]) == 1
+    assert "cannot reach the extender" in capsys.readouterr().err
