@@ -59,5 +59,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
+KUBECTL_COMMANDS = ("inspect", "catalog")
+EXIT_USAGE = 2
+
+
+def kubectl_main(argv: Sequence[str] | None = None) -> int:
+    """``kubectl gpu <inspect|catalog> ...``: kubectl runs ``kubectl-gpu`` with the rest of
+    the line; the subcommands are gpu-extender's own."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] not in KUBECTL_COMMANDS:
+        print("usage: kubectl gpu {inspect,catalog} [options]  (kubectl gpu inspect -h)",
+              file=sys.stderr)
+        return EXIT_USAGE if args and args[0] not in ("-h", "--help") else 0
+    return main(args)
+
+
+def kubectl_entry() -> None:  # pragma: no cover (console script)
+    sys.exit(kubectl_main())
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

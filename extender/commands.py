@@ -5,5 +5,7 @@ from __future__ import annotations
 
 COMMAND_MODULES: tuple[str, ...] = (
     "extender.server.serve",
-    "extender.simulator.command",
+    "extender.whatif.command",
+    "extender.shadow.command",
+    "extender.views.command",
 )

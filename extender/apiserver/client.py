@@ -74,7 +74,12 @@ class PodWriter(Protocol):
                      event_type: str = "Normal") -> None: ...
 
 
-class KubeApi(ResourceLister, PodWriter, Protocol):
+class NodeEventWriter(Protocol):
+    def record_node_event(self, node: str, uid: str, *, reason: str, message: str,
+                          event_type: str = "Warning") -> None: ...
+
+
+class KubeApi(ResourceLister, PodWriter, NodeEventWriter, Protocol):
     """Everything the online service needs from an API server."""
 
 
@@ -98,6 +103,21 @@ def event_body(pod: PodKey, *, reason: str, message: str, event_type: str) -> di
         "metadata": {"generateName": f"{pod.name}.", "namespace": pod.namespace},
         "involvedObject": {"apiVersion": "v1", "kind": "Pod", "namespace": pod.namespace,
                            "name": pod.name, "uid": pod.uid},
+        "reason": reason, "message": message[:1000], "type": event_type,
+        "source": {"component": COMPONENT}, "reportingComponent": COMPONENT,
+        "reportingInstance": socket.gethostname(),
+        "firstTimestamp": now, "lastTimestamp": now, "count": 1,
+    }
+
+
+def node_event_body(node: str, uid: str, *, reason: str, message: str,
+                    event_type: str) -> dict[str, Any]:
+    """An event about a Node (cluster-scoped: filed in ``default``, as the kubelet does)."""
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {
+        "apiVersion": "v1", "kind": "Event",
+        "metadata": {"generateName": f"{node}.", "namespace": "default"},
+        "involvedObject": {"apiVersion": "v1", "kind": "Node", "name": node, "uid": uid},
         "reason": reason, "message": message[:1000], "type": event_type,
         "source": {"component": COMPONENT}, "reportingComponent": COMPONENT,
         "reportingInstance": socket.gethostname(),
@@ -230,6 +250,13 @@ class ApiServerClient:
         self._call(f"record event for pod {pod}", self._core.create_namespaced_event,
                    pod.namespace, event_body(pod, reason=reason, message=message,
                                              event_type=event_type),
+                   _preload_content=False, _request_timeout=self._timeout, parse=False)
+
+    def record_node_event(self, node: str, uid: str, *, reason: str, message: str,
+                          event_type: str = "Warning") -> None:
+        self._call(f"record event for node {node}", self._core.create_namespaced_event,
+                   "default", node_event_body(node, uid, reason=reason, message=message,
+                                              event_type=event_type),
                    _preload_content=False, _request_timeout=self._timeout, parse=False)
 
     @staticmethod

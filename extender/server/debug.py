@@ -1,6 +1,7 @@
 """Read-only endpoints for people: what the extender believes, and why a pod does (not) fit.
 
-- ``GET /debug/inventory[?node=NAME]``: every node, GPU and holding as JSON;
+- ``GET /debug/inventory[?node=NAME]``: every node, GPU and holding as JSON (404 for a node
+  the inventory does not know; schema in docs/debug-inventory.md);
 - ``POST /debug/explain``: body is a Pod (or ExtenderArgs with ``Pod`` and ``NodeNames``):
   the verdict, reason and score on every node (or the named ones);
 - ``GET /debug/explain/<namespace>/<name>``: the same for a pod the API (or the offline file)
@@ -19,6 +20,7 @@ import orjson
 from flask import Flask, Response, request
 
 from extender.apiserver.errors import KubeError, NotFound
+from extender.inventory.mig_profiles import mig_profiles
 from extender.inventory.snapshot import DYNAMIC_MIG, NOT_MIG
 from extender.inventory.store import Holding, Inventory
 from extender.server.responses import json_response
@@ -29,7 +31,14 @@ from extender.server.wire import WireError
 def register_debug_routes(app: Flask, service: ExtenderService) -> None:
     @app.get("/debug/inventory")
     def debug_inventory() -> Response:
-        return json_response(inventory_report(service.inventory, request.args.get("node")))
+        node = request.args.get("node")
+        report = inventory_report(service.inventory, node)
+        if node is not None and not report["nodes"] and not report["holdingsOnUnknownNodes"]:
+            known = service.inventory.node_names()
+            return json_response({"Error": f"node {node!r} is not in the inventory "
+                                           f"({len(known)} nodes known, e.g. "
+                                           f"{', '.join(known[:5]) or 'none'})"}, 404)
+        return json_response(report)
 
     @app.post("/debug/explain")
     def debug_explain() -> Response:
@@ -75,6 +84,11 @@ def inventory_report(inventory: Inventory, only_node: str | None = None) -> dict
     for holding in inventory.holdings():
         by_node[holding.node].append(holding)
     now = time.monotonic()
+    mig_held: dict[tuple[str, int], dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for holding in inventory.holdings():
+        for grant in holding.assignment.grants if holding.assignment else ():
+            if grant.mig_profile is not None:
+                mig_held[(holding.node, grant.index)][grant.mig_profile] += 1
     nodes = []
     valid = snapshot.node_valid.tolist()
     for row, name in enumerate(snapshot.node_names):
@@ -96,7 +110,9 @@ def inventory_report(inventory: Inventory, only_node: str | None = None) -> dict
                 "replicasFree": int(snapshot.replicas_free[row, slot]),
                 "mig": None if layout == NOT_MIG else {
                     "layout": "dynamic" if layout == DYNAMIC_MIG else "static",
-                    "usedSlots": f"{int(snapshot.mig_used[row, slot]):08b}"},
+                    "usedSlots": f"{int(snapshot.mig_used[row, slot]):08b}",
+                    "profiles": mig_profiles(snapshot, row, slot, mig_held.get(
+                        (name, int(snapshot.gpu_index[row, slot])), {}))},
                 "pods": int(snapshot.pods[row, slot]),
                 "healthy": bool(snapshot.healthy[row, slot]),
             })

@@ -24,6 +24,7 @@ from extender.server.pods import PodRequests
 from extender.server.verbs import SchedulingVerbs
 from extender.sync.apply import InventoryApplier
 from extender.sync.cluster import ClusterSync
+from extender.sync.node_warnings import NodeWarnings
 from extender.sync.offline import ClusterObjects, OfflineCluster
 
 _log = logging.getLogger(__name__)
@@ -62,7 +63,9 @@ class ExtenderService:
     @classmethod
     def online(cls, platform: Platform, client: KubeApi, *,
                watch_timeout_seconds: int = 300) -> ExtenderService:
-        service = cls(platform, client)
+        inventory = Inventory(platform.catalog)
+        service = cls(platform, client, inventory=inventory, applier=InventoryApplier(
+            platform, inventory, on_node_problems=NodeWarnings(client)))
         service.sync = ClusterSync(
             client, service.applier, service.inventory,
             reconcile_interval_seconds=platform.config.service.reconcile_interval_seconds,

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -37,8 +37,14 @@ _log = logging.getLogger(__name__)
 DELETED = "DELETED"
 
 
+NodeProblemHook = Callable[[NodeInfo, str], None]
+"""Called with a decoded node that has (or no longer has) problems, and the node's UID."""
+
+
 class InventoryApplier:
-    def __init__(self, platform: Platform, inventory: Inventory) -> None:
+    def __init__(self, platform: Platform, inventory: Inventory, *,
+                 on_node_problems: NodeProblemHook | None = None) -> None:
+        self._on_node_problems = on_node_problems
         self._platform = platform
         self._inventory = inventory
         self._lock = threading.Lock()
@@ -61,18 +67,28 @@ class InventoryApplier:
             if not info.name or self._nodes.get(info.name) == info:
                 return  # status heartbeats change nothing we read
             self._upsert(info)
+            self._report_problems(info, node)
 
     def replace_nodes(self, nodes: Iterable[Mapping[str, Any]]) -> dict[str, int]:
         """Make the inventory's nodes exactly ``nodes`` (a fresh list); pods are untouched."""
         with self._lock:
-            infos = [info for info in map(self._platform.nodes.decode, nodes) if info.name]
+            nodes = list(nodes)
+            decoded = [(self._platform.nodes.decode(node), node) for node in nodes]
+            infos = [info for info, _ in decoded if info.name]
             observed = [h for h in self._inventory.holdings()
                         if h.state is HoldingState.OBSERVED]
             repairs = self._inventory.replace_all(infos, observed)
             self._nodes = {info.name: info for info in infos}
             for info in infos:
                 self._infer_awaiting(info.name)
+            for info, node in decoded:
+                if info.name:
+                    self._report_problems(info, node)
             return repairs
+
+    def _report_problems(self, info: NodeInfo, node: Mapping[str, Any]) -> None:
+        if self._on_node_problems is not None:
+            self._on_node_problems(info, str((node.get("metadata") or {}).get("uid") or ""))
 
     def _upsert(self, info: NodeInfo) -> None:
         report = self._inventory.upsert_node(info)

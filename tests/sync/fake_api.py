@@ -150,6 +150,12 @@ class FakeApiServer:
             pod["metadata"]["resourceVersion"] = self._next_version()
             self._emit("pods", "MODIFIED", pod)
 
+    def record_node_event(self, node: str, uid: str, *, reason: str, message: str,
+                          event_type: str = "Warning") -> None:
+        with self._lock:
+            self.events.append({"node": node, "uid": uid, "reason": reason,
+                                "message": message, "type": event_type})
+
     def record_event(self, pod: PodKey, *, reason: str, message: str,
                      event_type: str = "Normal") -> None:
         with self._lock:

@@ -89,3 +89,30 @@ def test_stop_ends_every_thread(platform: Platform, api: FakeApiServer) -> None:
     assert service.sync is not None
     for watcher in (service.sync.nodes, service.sync.pods):
         assert watcher._thread is not None and not watcher._thread.is_alive()
+
+
+def test_a_node_whose_gpus_cannot_be_decoded_gets_one_warning_event(
+        platform: Platform) -> None:
+    from tests.builders import make_node
+
+    mystery = make_node("mystery-0").gfd("Mystery-X1", count=2).allocatable(gpu=2).obj()
+    mystery["metadata"]["uid"] = "uid-mystery-0"
+    api = FakeApiServer([*mixed_nodes(per_kind=1), mystery], [])
+    service = ExtenderService.online(platform, api, watch_timeout_seconds=5)
+    service.start()
+    try:
+        eventually(service.ready)
+        bad = make_node("bad-0").annotation("gpu-extender.io/gpus", "{not json").allocatable(
+            gpu=1).obj()
+        api.add_node(bad)
+        eventually(lambda: len([e for e in api.events if "node" in e]) == 2)
+        api.add_node(mystery)  # the same node again, same problems: no second warning
+        time.sleep(0.2)
+    finally:
+        service.stop()
+    warnings = sorted((e for e in api.events if "node" in e), key=lambda e: e["node"])
+    assert [(e["node"], e["reason"], e["type"]) for e in warnings] == [
+        ("bad-0", "GpuDecodeFailed", "Warning"), ("mystery-0", "GpuDecodeFailed", "Warning")]
+    assert warnings[1]["uid"] == "uid-mystery-0"
+    assert "'Mystery-X1' is not in the accelerator catalog" in warnings[1]["message"]
+    assert "not JSON" in warnings[0]["message"]

@@ -1,0 +1,88 @@
+"""The inventory applier of a shadow: the same decode and holdings as the extender's, plus a
+judgement of every GPU pod that another scheduler binds, taken just before the bind is applied
+(so the judge sees the cluster as that scheduler did)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from extender.core.request import PlacementRequest
+from extender.inventory.snapshot import ClusterSnapshot
+from extender.inventory.store import Inventory
+from extender.model import PodInfo
+from extender.platform import Platform
+from extender.shadow.judge import ShadowJudge
+from extender.shadow.record import ShadowRecord
+from extender.sync.apply import DELETED, InventoryApplier
+
+MAX_REMEMBERED = 100_000
+
+
+class ShadowApplier(InventoryApplier):
+    def __init__(self, platform: Platform, inventory: Inventory,
+                 on_record: Callable[[ShadowRecord], None]) -> None:
+        super().__init__(platform, inventory)
+        self.judge: ShadowJudge | None = None
+        """Set by the owner once the verbs exist (they need this applier's inventory)."""
+        self._on_record = on_record
+        self._labels: dict[str, dict[str, str]] = {}
+        self._judged: set[str] = set()
+        """UIDs already judged (one judgement per pod, not per watch event)."""
+
+    # -- nodes: remember labels for nodeSelector -----------------------------------------
+
+    def node_event(self, event_type: str, node: Mapping[str, Any]) -> None:
+        meta = node.get("metadata") or {}
+        if event_type == DELETED:
+            self._labels.pop(str(meta.get("name") or ""), None)
+        else:
+            self._labels[str(meta.get("name") or "")] = dict(meta.get("labels") or {})
+        super().node_event(event_type, node)
+
+    def replace_nodes(self, nodes: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+        nodes = list(nodes)
+        self._labels = {str((n.get("metadata") or {}).get("name") or ""):
+                        dict((n.get("metadata") or {}).get("labels") or {}) for n in nodes}
+        return super().replace_nodes(nodes)
+
+    # -- pods ------------------------------------------------------------------------------
+
+    def pod_event(self, event_type: str, pod: Mapping[str, Any]) -> None:
+        if event_type != DELETED and self.judge is not None:
+            info = self._platform.pods.decode(pod)
+            if self._bound_by_another(info):
+                self._remember(info.key.uid)
+                self._on_record(self.judge.judge(pod, info, self.candidates(pod),
+                                                 self.infer_on))
+        super().pod_event(event_type, pod)
+
+    def replace_pods(self, pods: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+        """A (re)list: pods bound before it are counted, not judged (their 'before' is
+        gone)."""
+        pods = list(pods)
+        for pod in pods:
+            uid = str((pod.get("metadata") or {}).get("uid") or "")
+            if uid and (pod.get("spec") or {}).get("nodeName"):
+                self._remember(uid)
+        return super().replace_pods(pods)
+
+    def _bound_by_another(self, info: PodInfo) -> bool:
+        return bool(info.key.uid and info.request is not None and info.node_name
+                    and not info.terminal and info.key.uid not in self._judged
+                    and (info.assignment is None or info.assignment.node != info.node_name))
+
+    def _remember(self, uid: str) -> None:
+        if len(self._judged) >= MAX_REMEMBERED:
+            self._judged.clear()  # bounded memory; a re-judged old pod is only a duplicate
+        self._judged.add(uid)
+
+    def candidates(self, pod: Mapping[str, Any]) -> list[str]:
+        """Nodes whose labels match the pod's ``nodeSelector``, sorted."""
+        selector = (pod.get("spec") or {}).get("nodeSelector") or {}
+        return sorted(name for name, labels in list(self._labels.items())
+                      if name and all(labels.get(k) == v for k, v in selector.items()))
+
+    def infer_on(self, snapshot: ClusterSnapshot, info: PodInfo) -> PlacementRequest:
+        assert info.request is not None
+        return self._anywhere(info.request, info)

@@ -1,0 +1,1 @@
+"""Read-only views for people: ``gpu-extender catalog`` and ``gpu-extender inspect``."""

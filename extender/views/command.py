@@ -1,0 +1,148 @@
+"""``gpu-extender catalog`` and ``gpu-extender inspect``; ``kubectl-gpu`` runs them as a
+kubectl plugin (``kubectl gpu inspect``, ``kubectl gpu catalog``)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any
+
+import orjson
+
+from extender.errors import ConfigError, ExtenderError
+
+EXIT_USAGE = 2
+
+
+class SourceError(ExtenderError):
+    """The inventory cannot be read from the chosen source; the message says why."""
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    catalog = commands.add_parser(
+        "catalog", help="list the GPU types, aliases and MIG profiles pods may ask for",
+        description="Every GPU type of the effective platform config: id, family, aliases "
+                    "(with the ecosystem each spelling comes from), memory, MIG profiles "
+                    "(memory, slots, legal starts), price and protection.")
+    catalog.add_argument("--type", metavar="NAME",
+                         help="only the types this id, family or alias names (e.g. a100)")
+    catalog.add_argument("--config", metavar="FILE", help="platform config YAML")
+    catalog.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    catalog.set_defaults(run=run_catalog)
+
+    inspect = commands.add_parser(
+        "inspect", help="per-node, per-GPU table of what is allocated",
+        description="The inventory per node and GPU: type, VRAM used/total, time-slice "
+                    "replicas, MIG instances used/free by profile, pods, health. Reads a "
+                    "running extender (--url), a `kubectl get nodes,pods -A -o json` dump "
+                    "(--cluster-file), or the cluster itself (default: $KUBECONFIG or "
+                    "--kubeconfig; read-only).")
+    source = inspect.add_mutually_exclusive_group()
+    source.add_argument("--url", help="a running extender (serve), e.g. http://127.0.0.1:8888")
+    source.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig of the cluster")
+    source.add_argument("--cluster-file", metavar="FILE", help="a nodes+pods dump")
+    inspect.add_argument("--node", metavar="NAME", help="only this node")
+    inspect.add_argument("--config", metavar="FILE",
+                         help="platform config YAML (not used with --url)")
+    inspect.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    inspect.set_defaults(run=run_inspect)
+
+
+def run_catalog(args: argparse.Namespace) -> int:
+    from extender.platform import load_platform
+    from extender.views.catalog import catalog_document, render_catalog
+
+    try:
+        platform = load_platform(args.config)
+    except ConfigError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    try:
+        document = catalog_document(platform, args.type)
+    except LookupError as exc:
+        print(f"error: {exc.args[0]}", file=sys.stderr)
+        return EXIT_USAGE
+    _emit(document, args.output, render_catalog)
+    return 0
+
+
+def run_inspect(args: argparse.Namespace) -> int:
+    from extender.views.inspect import render_inventory
+
+    try:
+        report = _inventory_from(args)
+    except ConfigError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    except ExtenderError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if args.node and not report["nodes"] and not report.get("holdingsOnUnknownNodes"):
+        print(f"error: --node {args.node!r}: no such node in the inventory", file=sys.stderr)
+        return 1
+    _emit(report, args.output, render_inventory)
+    return 0
+
+
+def _emit(document: dict[str, Any], output: str, render: Any) -> None:
+    if output == "json":
+        sys.stdout.write(orjson.dumps(document, option=orjson.OPT_INDENT_2
+                                      | orjson.OPT_SORT_KEYS).decode() + "\n")
+    else:
+        print(render(document))
+
+
+def _inventory_from(args: argparse.Namespace) -> dict[str, Any]:
+    if args.url:
+        return _fetch(args.url, args.node)
+    from extender.inventory.store import Inventory
+    from extender.platform import load_platform
+    from extender.server.debug import inventory_report
+    from extender.sync.apply import InventoryApplier
+
+    platform = load_platform(args.config)
+    nodes, pods = _objects(args)
+    inventory = Inventory(platform.catalog)
+    applier = InventoryApplier(platform, inventory)
+    applier.replace_nodes(nodes)
+    applier.replace_pods(pods)
+    inventory.mark_synced()
+    return inventory_report(inventory, args.node)
+
+
+def _objects(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    if args.cluster_file:
+        from extender.sync.offline import load_cluster_file
+
+        objects = load_cluster_file(args.cluster_file)
+        return objects.nodes, objects.pods
+    from extender.apiserver.client import ApiServerClient, load_configuration
+
+    api = ApiServerClient.from_configuration(load_configuration(args.kubeconfig))
+    return api.list_objects("nodes").items, api.list_objects("pods").items
+
+
+def _fetch(url: str, node: str | None) -> dict[str, Any]:
+    target = url.rstrip("/") + "/debug/inventory"
+    if node:
+        target += "?" + urllib.parse.urlencode({"node": node})
+    try:
+        with urllib.request.urlopen(target, timeout=30) as response:
+            document = orjson.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        detail = exc.read().decode(errors="replace")[:300]
+        if exc.code == 404 and node:
+            with contextlib.suppress(orjson.JSONDecodeError):
+                detail = str(orjson.loads(detail).get("Error", detail))
+        raise SourceError(f"--url {url}: {exc.code} {detail}") from exc
+    except (urllib.error.URLError, OSError) as exc:
+        raise SourceError(f"--url {url}: cannot reach the extender ({exc})") from exc
+    except orjson.JSONDecodeError as exc:
+        raise SourceError(f"--url {url}: /debug/inventory did not answer JSON ({exc})") from exc
+    if not isinstance(document, dict) or "nodes" not in document:
+        raise SourceError(f"--url {url}: not a /debug/inventory document")
+    return document

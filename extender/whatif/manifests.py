@@ -1,0 +1,181 @@
+"""Pod manifests for a what-if replay, as users have them: YAML or JSON files (several YAML
+documents per file), ``kind: List`` (what ``kubectl get -o yaml`` prints), and workloads whose
+pod template is expanded into replicas (Deployment, ReplicaSet, StatefulSet, Job).
+
+Everything is checked before the replay starts; a problem names the file, the document and the
+field, and every problem is reported at once (``ManifestError.problems``).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+import yaml
+
+from extender.errors import ExtenderError
+
+SUFFIXES = (".yaml", ".yml", ".json")
+WORKLOADS = {"Deployment": "replicas", "ReplicaSet": "replicas", "StatefulSet": "replicas",
+             "Job": "parallelism"}
+MAX_REPLICAS = 100_000
+
+
+class ManifestError(ExtenderError):
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        shown = problems[:20]
+        more = f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else ""
+        super().__init__(f"{len(problems)} problem(s) in the pod manifests:\n  "
+                         + "\n  ".join(shown) + more)
+
+
+@dataclass(frozen=True)
+class PodManifest:
+    pod: dict[str, Any]
+    source: str
+    """``file#document`` (and ``[replica]``) it came from, for messages."""
+
+
+def manifest_files(path: str | Path) -> list[Path]:
+    path = Path(path)
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in SUFFIXES)
+        if not files:
+            raise ManifestError([f"{path}: no {', '.join(SUFFIXES)} files in this directory"])
+        return files
+    if not path.exists():
+        raise ManifestError([f"{path}: no such file or directory"])
+    return [path]
+
+
+def load_pod_manifests(path: str | Path, *, default_namespace: str = "default"
+                       ) -> list[PodManifest]:
+    """Every pod the manifests describe, in file order then document order."""
+    problems: list[str] = []
+    pods: list[PodManifest] = []
+    for file in manifest_files(path):
+        for index, document in _documents(file, problems):
+            where = f"{file}#{index}"
+            _expand(document, where, default_namespace, pods, problems)
+    seen: dict[tuple[str, str], str] = {}
+    for manifest in pods:
+        meta = manifest.pod["metadata"]
+        key = (meta["namespace"], meta["name"])
+        if key in seen:
+            problems.append(f"{manifest.source}: pod {key[0]}/{key[1]} is also defined at "
+                            f"{seen[key]}; names must be unique")
+        seen[key] = manifest.source
+    if problems:
+        raise ManifestError(problems)
+    if not pods:
+        raise ManifestError([f"{path}: no Pod, List or workload (Deployment, ReplicaSet, "
+                             "StatefulSet, Job) found"])
+    return pods
+
+
+def _documents(file: Path, problems: list[str]) -> list[tuple[int, Any]]:
+    try:
+        raw = file.read_bytes()
+    except OSError as exc:
+        problems.append(f"{file}: cannot read ({exc.strerror})")
+        return []
+    if file.suffix == ".json":
+        try:
+            return [(0, orjson.loads(raw))]
+        except orjson.JSONDecodeError as exc:
+            problems.append(f"{file}: not JSON ({exc})")
+            return []
+    try:
+        return [(i, d) for i, d in enumerate(yaml.safe_load_all(raw)) if d is not None]
+    except yaml.YAMLError as exc:
+        problems.append(f"{file}: not YAML ({exc})")
+        return []
+
+
+def _expand(document: Any, where: str, namespace: str, out: list[PodManifest],
+            problems: list[str]) -> None:
+    if not isinstance(document, dict):
+        problems.append(f"{where}: expected an object with a kind, got {type(document).__name__}")
+        return
+    kind = document.get("kind")
+    if kind in ("List", "PodList"):
+        items = document.get("items")
+        if not isinstance(items, list):
+            problems.append(f"{where}: items: must be a list")
+            return
+        for i, item in enumerate(items):
+            implied = {"kind": "Pod", **item} if isinstance(item, dict) and kind == "PodList" \
+                else item
+            _expand(implied, f"{where}.items[{i}]", namespace, out, problems)
+    elif kind == "Pod":
+        pod = _checked_pod(document, where, namespace, problems)
+        if pod is not None:
+            out.append(PodManifest(pod, where))
+    elif kind in WORKLOADS:
+        _expand_workload(document, str(kind), where, namespace, out=out, problems=problems)
+    elif kind is None:
+        problems.append(f"{where}: kind: required (Pod, List, Deployment, ReplicaSet, "
+                        "StatefulSet or Job)")
+    # any other kind (Service, ConfigMap...) asks for no GPU: skipped, as kubectl apply -f
+    # of a directory would create it beside the pods
+
+
+def _expand_workload(document: dict[str, Any], kind: str, where: str, namespace: str, *,
+                     out: list[PodManifest], problems: list[str]) -> None:
+    meta = document.get("metadata") or {}
+    name = meta.get("name")
+    spec = document.get("spec") or {}
+    field = WORKLOADS[kind]
+    count = spec.get(field, 1)
+    if not isinstance(name, str) or not name:
+        problems.append(f"{where}: metadata.name: required")
+        return
+    if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_REPLICAS:
+        problems.append(f"{where}: spec.{field}: must be an integer 0..{MAX_REPLICAS}, got "
+                        f"{count!r}")
+        return
+    template = spec.get("template")
+    if not isinstance(template, dict) or not isinstance(template.get("spec"), dict):
+        problems.append(f"{where}: spec.template.spec: required (the pod template)")
+        return
+    ns = meta.get("namespace") or namespace
+    suffix = hashlib.sha256(f"{ns}/{name}".encode()).hexdigest()[:5]
+    for i in range(count):
+        pod = copy.deepcopy(template)
+        pod["kind"] = "Pod"
+        pod["apiVersion"] = "v1"
+        pod_meta = pod.setdefault("metadata", {})
+        pod_meta["namespace"] = ns
+        # StatefulSets name pods <name>-<ordinal>; the others get a generated suffix
+        pod_meta["name"] = f"{name}-{i}" if kind == "StatefulSet" else f"{name}-{suffix}-{i}"
+        checked = _checked_pod(pod, f"{where}[{i}]", namespace, problems)
+        if checked is None:
+            return  # the template is wrong: once is enough
+        out.append(PodManifest(checked, f"{where}[{i}]"))
+
+
+def _checked_pod(pod: dict[str, Any], where: str, namespace: str, problems: list[str]
+                 ) -> dict[str, Any] | None:
+    meta = pod.get("metadata")
+    spec = pod.get("spec")
+    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
+        problems.append(f"{where}: metadata.name: required")
+        return None
+    if not isinstance(spec, dict) or not isinstance(spec.get("containers"), list) \
+            or not spec["containers"]:
+        problems.append(f"{where}: pod {meta['name']}: spec.containers: at least one container "
+                        "required")
+        return None
+    pod = copy.deepcopy(pod)
+    pod["metadata"]["namespace"] = meta.get("namespace") or namespace
+    uid = hashlib.sha256(f"{pod['metadata']['namespace']}/{meta['name']}".encode()).hexdigest()
+    pod["metadata"]["uid"] = f"whatif-{uid[:24]}"
+    pod["metadata"].setdefault("resourceVersion", "1")
+    pod["spec"].pop("nodeName", None)  # replayed as new pods, wherever they are now
+    pod.pop("status", None)
+    return pod
