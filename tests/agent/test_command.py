@@ -62,3 +62,52 @@ def test_agent_config_defaults_and_every_error_with_its_path(tmp_path: Path) -> 
                      "timeSlicing.resource: 'nvidia.com/gpux'"):
         assert fragment in text
     assert len(error.value.errors) == 6
+
+
+def test_without_a_driver_nvml_fails_with_a_hint(capsys: pytest.CaptureFixture[str]) -> None:
+    if Path("/dev/nvidiactl").exists():  # pragma: no cover - a GPU machine
+        pytest.skip("this machine has an NVIDIA driver: hack/gpu-check.sh covers it")
+    args = [a for a in ARGS if a not in ("--nvml-fixture", str(EXAMPLE / "fixture.json"))]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert "NVML could not start" in err and "--nvml-fixture" in err
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_the_long_running_agent_serves_metrics_and_stops_on_sigterm(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    port = free_port()
+    config = tmp_path / "agent.yaml"
+    config.write_text(f"intervalSeconds: 0.2\nmetricsPort: {port}\nmetricsHost: 127.0.0.1\n")
+    args = [a for a in ARGS if a not in ("--once", "--print")]
+    process = subprocess.Popen([sys.executable, "-m", "extender", *args, "--config", str(config)],
+                               cwd=REPO_ROOT, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        text = ""
+        while time.monotonic() < deadline and "overuse_episodes_total{" not in text:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as r:
+                    text = r.read().decode()
+            except OSError:
+                time.sleep(0.2)
+        assert 'pod="infer-b"' in text and "gpu_extender_agent_gpu_healthy" in text
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=20) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert "stopping" in (process.stderr.read() if process.stderr else "")
