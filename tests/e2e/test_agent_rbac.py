@@ -45,6 +45,19 @@ def agent_kubeconfig(admin: Path, token: str, path: Path) -> Path:
     return path
 
 
+def agent_api(cluster: Any, directory: Path, bound_pod: Any = None) -> ApiServerAgentApi:
+    """The agent's client with a token of its ServiceAccount: bound to ``bound_pod`` (as the
+    kubelet projects it, with the node-name claim), or unbound (no claim)."""
+    spec: dict[str, Any] = {"expirationSeconds": 3600}
+    if bound_pod is not None:
+        spec["boundObjectRef"] = {"apiVersion": "v1", "kind": "Pod",
+                                  "name": bound_pod.metadata.name, "uid": bound_pod.metadata.uid}
+    token = cluster.api().create_namespaced_service_account_token(
+        SA, NS, {"spec": spec}).status.token
+    return ApiServerAgentApi(str(agent_kubeconfig(cluster.kubeconfig(), token,
+                                                  directory / "agent.kubeconfig")))
+
+
 def wait_policy_enforced(cluster: Any, api: ApiServerAgentApi, node: str) -> None:
     """A new ValidatingAdmissionPolicy takes effect once the apiserver's informer has it
     (about a second): probe with a change the policy must refuse."""
@@ -68,12 +81,7 @@ def test_the_agent_may_change_only_its_own_node(controlplane_binaries: object,
         agent_pod = admin.create_namespaced_pod(NS, pod_on("agent", "gpu-node", NS))
         mine = admin.create_namespaced_pod("default", pod_on("mine", "gpu-node"))
         theirs = admin.create_namespaced_pod("default", pod_on("theirs", "other-node"))
-        token = admin.create_namespaced_service_account_token(SA, NS, {
-            "spec": {"expirationSeconds": 3600, "boundObjectRef": {
-                "apiVersion": "v1", "kind": "Pod", "name": "agent",
-                "uid": agent_pod.metadata.uid}}}).status.token
-        kubeconfig = agent_kubeconfig(cluster.kubeconfig(), token, tmp_path / "agent.kubeconfig")
-        api = ApiServerAgentApi(str(kubeconfig))
+        api = agent_api(cluster, tmp_path, agent_pod)
         wait_policy_enforced(cluster, api, "other-node")
 
         # Its job: a whole pass publishes the node's GPUs.
@@ -121,10 +129,7 @@ def test_a_token_without_the_node_claim_changes_nothing(controlplane_binaries: o
         admin = cluster.api()
         utils.create_from_yaml(cluster.api_client(), yaml_file=str(MANIFEST))
         cluster.create_node("gpu-node", {"nvidia.com/gpu": 1})
-        token = admin.create_namespaced_service_account_token(
-            SA, NS, {"spec": {"expirationSeconds": 3600}}).status.token
-        api = ApiServerAgentApi(str(agent_kubeconfig(cluster.kubeconfig(), token,
-                                                     tmp_path / "k")))
+        api = agent_api(cluster, tmp_path)
         wait_policy_enforced(cluster, api, "gpu-node")
         with pytest.raises(AgentError, match="HTTP 422"):
             api.patch_node_annotations("gpu-node", {ANNOTATION_NODE_GPUS: "{}"})
