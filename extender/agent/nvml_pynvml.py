@@ -60,7 +60,6 @@ class PynvmlBackend:
         nvml = self._nvml
         if self._events is None:
             return
-        by_handle = {id(h): i for i, h in self._handles.items()}
         while True:
             try:
                 data = nvml.nvmlEventSetWait_v2(self._events, 0)
@@ -69,12 +68,10 @@ class PynvmlBackend:
             except nvml.NVMLError as exc:
                 log.warning("reading XID events failed (%s)", exc)
                 return
-            index = by_handle.get(id(data.device))
-            if index is None:
-                try:
-                    index = int(nvml.nvmlDeviceGetIndex(data.device))
-                except nvml.NVMLError:
-                    continue
+            try:  # handles are fresh ctypes objects: ask NVML which GPU this is
+                index = int(nvml.nvmlDeviceGetIndex(data.device))
+            except nvml.NVMLError:
+                continue
             self._xids.setdefault(index, []).append(int(data.eventData))
 
     def snapshot(self) -> NvmlSnapshot:
