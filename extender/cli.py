@@ -1,4 +1,4 @@
-"""``gpu-extender`` command line: serve, simulate, check-config."""
+"""``gpu-extender`` command line: serve, simulate, check-config, agent."""
 
 from __future__ import annotations
 

@@ -8,4 +8,5 @@ COMMAND_MODULES: tuple[str, ...] = (
     "extender.whatif.command",
     "extender.shadow.command",
     "extender.views.command",
+    "extender.agent.command",
 )

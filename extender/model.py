@@ -12,6 +12,11 @@ ANNOTATION_ACCELERATORS = ANNOTATION_PREFIX + "accelerators"
 ANNOTATION_EXCLUDE = ANNOTATION_PREFIX + "exclude-accelerators"
 ANNOTATION_ASSIGNED = ANNOTATION_PREFIX + "assigned"
 ANNOTATION_VISIBLE_DEVICES = ANNOTATION_PREFIX + "visible-devices"
+ANNOTATION_OBSERVED = ANNOTATION_PREFIX + "assigned-observed"
+"""The node agent's correction of ``assigned``: the same schema, with the devices the kubelet
+really gave the containers. When present and valid it is what the pod holds."""
+ASSIGNMENT_ANNOTATIONS = (ANNOTATION_OBSERVED, ANNOTATION_ASSIGNED)
+"""Where a pod's assignment is read from, strongest first."""
 ANNOTATION_NODE_GPUS = ANNOTATION_PREFIX + "gpus"
 RESOURCE_GPU_MEMORY = ANNOTATION_PREFIX + "gpu-memory"
 RESOURCE_GPU_MILLI = ANNOTATION_PREFIX + "gpu-milli"

@@ -83,9 +83,18 @@ def _decode_grant(entry: Mapping[str, Any]) -> GpuGrant:
 
 
 def visible_devices(assignment: Assignment) -> str:
-    """What a container should see as ``CUDA_VISIBLE_DEVICES``: the physical GPU indices
-    (``"0,3"``); UUIDs, when known, are in the ``assigned`` annotation."""
-    return ",".join(str(i) for i in assignment.gpu_indices)
+    """What a container should get as ``NVIDIA_VISIBLE_DEVICES`` (read by the NVIDIA container
+    runtime on the host): the GPUs' UUIDs when every grant has one (the node agent publishes
+    them), else the host's physical indices (``"0,3"``). Not ``CUDA_VISIBLE_DEVICES``: inside
+    a container CUDA numbers the GPUs it was given from 0, so host indices name the wrong GPU.
+    """
+    uuids = []
+    for grant in assignment.grants:
+        if not grant.uuid:
+            return ",".join(str(i) for i in assignment.gpu_indices)
+        if grant.uuid not in uuids:
+            uuids.append(grant.uuid)
+    return ",".join(uuids)
 
 
 def node_gpus_document(gpus: list[dict[str, Any]]) -> str:

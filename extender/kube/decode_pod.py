@@ -18,8 +18,8 @@ from extender.kube.annotations import decode_assignment
 from extender.kube.labels import LabelMapper
 from extender.model import (
     ANNOTATION_ACCELERATORS,
-    ANNOTATION_ASSIGNED,
     ANNOTATION_EXCLUDE,
+    ASSIGNMENT_ANNOTATIONS,
     LABEL_ACCELERATOR,
     RESOURCE_GPU,
     RESOURCE_GPU_MEMORY,
@@ -82,12 +82,17 @@ class PodDecoder:
         except (AttributeError, TypeError) as exc:  # shapes only a hand-written cluster file has
             request, problems = None, [f"spec: malformed pod ({exc})"]
         assignment = None
-        raw = objects.annotations(pod).get(ANNOTATION_ASSIGNED)
-        if raw is not None:
+        # The node agent's correction (the devices the kubelet really gave) wins over our
+        # choice; a malformed one is reported and the choice still counts.
+        for annotation in ASSIGNMENT_ANNOTATIONS:
+            raw = objects.annotations(pod).get(annotation)
+            if raw is None:
+                continue
             try:
                 assignment = decode_assignment(raw)
+                break
             except ValueError as exc:
-                problems.append(f"metadata.annotations[{ANNOTATION_ASSIGNED}]: {exc}")
+                problems.append(f"metadata.annotations[{annotation}]: {exc}")
         try:
             cpu, memory = self._cpu_memory(spec)
         except (AttributeError, TypeError):

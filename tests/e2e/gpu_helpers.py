@@ -11,7 +11,7 @@ from typing import Any
 
 from kubernetes.client import CoreV1Api
 
-from extender.kube.annotations import decode_assignment
+from extender.kube.annotations import decode_assignment, visible_devices
 from extender.model import ANNOTATION_ASSIGNED, ANNOTATION_VISIBLE_DEVICES, Assignment
 from localcluster import ExtenderSpec, LocalCluster
 from localcluster.binaries import REPO_ROOT
@@ -95,8 +95,7 @@ def assignment(api: CoreV1Api, name: str) -> Assignment:
     assert ANNOTATION_VISIBLE_DEVICES in annotations
     result = decode_assignment(annotations[ANNOTATION_ASSIGNED])
     assert result.node == pod.spec.node_name
-    assert annotations[ANNOTATION_VISIBLE_DEVICES] == \
-        ",".join(str(i) for i in result.gpu_indices)
+    assert annotations[ANNOTATION_VISIBLE_DEVICES] == visible_devices(result)
     return result
 
 

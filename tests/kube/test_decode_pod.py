@@ -483,7 +483,8 @@ def test_terminal_phases(pods: PodDecoder, phase: str, terminal: bool) -> None:
 ASSIGNMENTS = [
     P(Assignment("n1", WHOLE, (GpuGrant(0, 81920, whole=True, uuid="GPU-aaaa"),
                                GpuGrant(3, 81920, whole=True, uuid="GPU-bbbb")),
-                 type_id="a100-80gb", generation=42), "0,3", id="two whole GPUs with UUIDs"),
+                 type_id="a100-80gb", generation=42), "GPU-aaaa,GPU-bbbb",
+      id="two whole GPUs with UUIDs (NVIDIA_VISIBLE_DEVICES by UUID)"),
     P(Assignment("n2", SHARED, (GpuGrant(1, 4096, replica=True),), type_id="t4"), "1",
       id="one time-slice replica"),
     P(Assignment("n3", MIG, (GpuGrant(2, 9856, mig_profile="1g.10gb", mig_start=5,
