@@ -6,4 +6,5 @@ from __future__ import annotations
 COMMAND_MODULES: tuple[str, ...] = (
     "extender.server.serve",
     "extender.simulator.command",
+    "extender.webhook.command",
 )
