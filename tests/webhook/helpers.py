@@ -1,0 +1,31 @@
+"""Webhook unit-test helpers: platforms built from small admission configs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from extender.config import load_config_text
+from extender.platform import Platform, build_platform
+from extender.webhook.admit import PodAdmission
+from extender.webhook.review import AdmissionRequest
+
+FLYTE_DEVICE = "k8s.amazonaws.com/accelerator"
+
+
+def admission(**mapping: Any) -> PodAdmission:
+    """A PodAdmission whose ``admission.platformMapping`` is ``mapping`` (other defaults)."""
+    return PodAdmission(platform_with({"platformMapping": mapping}))
+
+
+def platform_with(admission_section: dict[str, Any]) -> Platform:
+    config = {"nodeLabels": {"presets": ["gfd", "gke", "eks-karpenter", "aks"],
+                             "custom": [{"key": FLYTE_DEVICE}]},
+              "admission": admission_section}
+    return build_platform(load_config_text(yaml.safe_dump(config)))
+
+
+def review(pod: dict[str, Any], operation: str = "CREATE") -> AdmissionRequest:
+    return AdmissionRequest(uid="uid-1", kind="Pod", namespace="ml", operation=operation,
+                            object=pod)
