@@ -3,9 +3,11 @@ a pod accepts stand for on this platform.
 
 A type's selectors come from ``admission.platformMapping.gpuTypes`` when it names a
 ``nodeSelector`` (Flyte's ``gpu_types`` shape), else from the ``typeLabel`` convention: every
-spelling of the type in that ecosystem's style for which the extender itself decodes a node
-labelled so as exactly that type. So the affinity we write never admits a node the extender
-would refuse for the type, nor forbids one it would accept.
+spelling of the type in that ecosystem's style that the extender itself reads, on that label,
+as this type (possibly among others). The affinity we write is therefore never narrower than
+what the extender accepts. It may be wider where a label value names several types and the
+platform has no memory label to tell them apart (AKS says ``A100`` for both sizes): the
+extender then decides.
 """
 
 from __future__ import annotations
@@ -89,19 +91,19 @@ class PlatformMapping:
         accel = self._platform.catalog.types[t]
         labels = self._platform.labels
         memory_key = self._preset.memory_key if self._preset else None
-        node_labels = {memory_key: str(accel.memory_mib)} if memory_key else {}
         # a custom mapping's label values, else every name of the type
         names = list(self._custom.get(key) or ()) or [accel.id, accel.family, *accel.aliases]
-        values: list[str] = []
+        values: list[tuple[str, frozenset[int]]] = []
         for name in _spellings(self._preset, names, accel.family):
             variants = [name + s for s in suffixes] if self._preset is GFD else [name]
             for value in variants:
-                decoded = labels.node_type({key: value, **node_labels}).type_index
-                if decoded == t and value not in values:
-                    values.append(value)
+                meant = labels.resolve_value(key, value) or frozenset()
+                if t in meant and value not in (v for v, _ in values):
+                    values.append((value, meant))
         out: list[Selector] = []
-        for value in values:
-            meant = labels.resolve_value(key, value) or frozenset()
+        for value, meant in values:
+            # A value that also means other types is never narrower than the extender; where
+            # the preset has a memory label it tells the sizes apart, as the extender does.
             if meant <= accepted or memory_key is None:
                 out.append(((key, value),))
             else:  # Karpenter's `a100` is both sizes: the memory label tells them apart

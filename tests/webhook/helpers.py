@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import yaml
@@ -29,3 +30,23 @@ def platform_with(admission_section: dict[str, Any]) -> Platform:
 def review(pod: dict[str, Any], operation: str = "CREATE") -> AdmissionRequest:
     return AdmissionRequest(uid="uid-1", kind="Pod", namespace="ml", operation=operation,
                             object=pod)
+
+
+def apply(pod: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any]:
+    """A minimal RFC 6902 add/replace applier (all the webhook emits)."""
+    out = copy.deepcopy(pod)
+    for op in ops:
+        *parents, last = [p.replace("~1", "/").replace("~0", "~")
+                          for p in op["path"].lstrip("/").split("/")]
+        target: Any = out
+        for part in parents:
+            target = target[int(part)] if isinstance(target, list) else target[part]
+        if isinstance(target, list):
+            if last == "-":
+                target.append(op["value"])
+            else:
+                target[int(last)] = op["value"]
+        else:
+            assert op["op"] == "replace" or last not in target, op
+            target[last] = op["value"]
+    return out

@@ -3,14 +3,13 @@ mutating again adds nothing)."""
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import pytest
 
 from extender.webhook.admit import PodAdmission
 from tests.builders import expr, make_pod
-from tests.webhook.helpers import FLYTE_DEVICE, admission, platform_with, review
+from tests.webhook.helpers import FLYTE_DEVICE, admission, apply, platform_with, review
 
 P = pytest.param
 GKE = "cloud.google.com/gke-accelerator"
@@ -100,6 +99,9 @@ CASES = [
     P(admission(typeLabel="aks"), make_pod("p").gpus(1).accelerators("t4", "l4"),
       [SCHEDULER, new_affinity(expr("karpenter.azure.com/sku-gpu-name", "In", "T4", "L4"))],
       id="AKS: upper-case family names, any of two types"),
+    P(admission(typeLabel="aks"), make_pod("p").gpus(1).accelerator("a100-80gb"),
+      [SCHEDULER, new_affinity(expr("karpenter.azure.com/sku-gpu-name", "In", "A100"))],
+      id="AKS says A100 for both sizes and has no memory label: wider, never narrower"),
     P(admission(typeLabel="gfd"), make_pod("p").shared_gpus(1).accelerator("t4"),
       [SCHEDULER, new_affinity(expr("nvidia.com/gpu.product", "In", "Tesla-T4",
                                     "Tesla-T4-SHARED", "NVIDIA-T4", "NVIDIA-T4-SHARED")),
@@ -138,26 +140,6 @@ def test_mutate_writes_exactly(webhook: PodAdmission, builder: Any,
     answer = webhook.mutate(review(defaulted(builder)))
     assert answer.allowed
     assert list(answer.patch) == expected
-
-
-def apply(pod: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any]:
-    """A minimal RFC 6902 add/replace applier (all the webhook emits)."""
-    out = copy.deepcopy(pod)
-    for op in ops:
-        *parents, last = [p.replace("~1", "/").replace("~0", "~")
-                          for p in op["path"].lstrip("/").split("/")]
-        target: Any = out
-        for part in parents:
-            target = target[int(part)] if isinstance(target, list) else target[part]
-        if isinstance(target, list):
-            if last == "-":
-                target.append(op["value"])
-            else:
-                target[int(last)] = op["value"]
-        else:
-            assert op["op"] == "replace" or last not in target, op
-            target[last] = op["value"]
-    return out
 
 
 @pytest.mark.parametrize(("webhook", "builder", "expected"), CASES)
