@@ -8,6 +8,7 @@ threads only cover slow clients), ``/metrics`` then counts every review of the p
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from gunicorn.app.base import BaseApplication
@@ -44,6 +45,8 @@ def gunicorn_settings(options: WebhookOptions) -> dict[str, Any]:
         "keyfile": options.key_file,
         "ssl_context": ReloadingContext(options.cert_file, options.key_file),
         "proc_name": "gpu-extender-webhook",
+        # the worker heartbeat file: /tmp is read-only under readOnlyRootFilesystem
+        "worker_tmp_dir": "/dev/shm" if Path("/dev/shm").is_dir() else None,
         "logconfig_dict": logging_config(options.log_level, access_log=options.access_log),
         "loglevel": options.log_level,
         "accesslog": "-" if options.access_log else None,
