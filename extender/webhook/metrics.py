@@ -15,10 +15,11 @@ class WebhookMetrics:
         latency = Histogram(f"{PREFIX}_review_duration_seconds",
                             "Time to answer one AdmissionReview, by endpoint.", ["endpoint"],
                             buckets=BUCKETS, registry=self.registry)
-        self._reviews = Counter(f"{PREFIX}_reviews",
-                                "AdmissionReviews answered, by endpoint and outcome (no-gpu, "
-                                "allowed, refused, patched, unchanged, invalid, not-a-pod, "
-                                "malformed).", ["endpoint", "outcome"], registry=self.registry)
+        self._reviews = Counter(
+            f"{PREFIX}_reviews",
+            "AdmissionReviews answered, by endpoint and outcome (no-gpu, allowed, refused, "
+            "patched, unchanged, invalid, not-a-pod, error, malformed).",
+            ["endpoint", "outcome"], registry=self.registry)
         self.observe = {e: latency.labels(e).observe for e in ENDPOINTS}
 
     def review(self, endpoint: str, outcome: str) -> None:

@@ -64,7 +64,7 @@ def cluster(controlplane_binaries: object, tmp_path_factory: pytest.TempPathFact
         webhook = Webhook(local, certs, free_port())
         webhook.start(WEBHOOK_DATA / "gke.yaml")
         register(local, webhook)
-        wait_enforced(local, UNKNOWN_TYPE)
+        wait_enforced(local, UNKNOWN_TYPE, pod("probe", {"nvidia.com/gpu": "1"}))
         yield local, webhook
 
 

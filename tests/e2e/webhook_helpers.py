@@ -86,9 +86,11 @@ def create_pod(cluster: LocalCluster, pod: dict[str, Any], *, dry_run: bool = Fa
     return cluster.api().create_namespaced_pod("default", pod, **kwargs)
 
 
-def wait_enforced(cluster: LocalCluster, invalid_pod: dict[str, Any]) -> None:
-    """The apiserver picks up new webhook configurations asynchronously: wait until a dry-run
-    create of an invalid pod is refused."""
+def wait_enforced(cluster: LocalCluster, invalid_pod: dict[str, Any],
+                  gpu_pod: dict[str, Any]) -> None:
+    """The apiserver picks up new webhook configurations asynchronously (one informer per
+    kind): wait until a dry-run create of an invalid pod is refused *and* one of a GPU pod
+    comes back mutated."""
     def refused() -> bool:
         try:
             create_pod(cluster, invalid_pod, dry_run=True)
@@ -96,4 +98,9 @@ def wait_enforced(cluster: LocalCluster, invalid_pod: dict[str, Any]) -> None:
             return exc.status == 403
         return False
 
+    def mutated() -> bool:
+        return bool(create_pod(cluster, gpu_pod, dry_run=True).spec.scheduler_name ==
+                    "gpu-scheduler")
+
     cluster.wait_for(refused, timeout_s=30, description="the validating webhook to be active")
+    cluster.wait_for(mutated, timeout_s=30, description="the mutating webhook to be active")

@@ -111,3 +111,14 @@ def test_warnings_are_single_line_and_bounded() -> None:
     warnings = body["response"]["warnings"]
     assert warnings[0] == "a b"
     assert len(warnings[1]) == MAX_WARNING_CHARS and warnings[1].endswith("...")
+
+
+def test_an_unexpected_error_allows_the_pod_and_is_counted(client: FlaskClient) -> None:
+    """A bug must not block pod creation: the extender still checks at filter time."""
+    pod = make_pod("p").gpus(1).obj()
+    pod["spec"]["tolerations"] = 5   # a shape the API server would never send
+    reply = client.post("/mutate", json=envelope(pod, uid="e"))
+    assert reply.status_code == 200
+    assert reply.get_json()["response"] == {"uid": "e", "allowed": True}
+    text = client.get("/metrics").get_data(as_text=True)
+    assert 'gpu_extender_webhook_reviews_total{endpoint="mutate",outcome="error"} 1.0' in text

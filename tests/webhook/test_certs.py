@@ -125,3 +125,17 @@ def test_check_pair_refuses_a_mismatched_key(tmp_path: Path) -> None:
     _, other_key = _write_pair(other)
     with pytest.raises(TlsFileError, match="cannot load the pair"):
         check_pair(cert, other_key)
+
+
+def test_webhook_refuses_to_start_on_a_bad_config_or_missing_certificate(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cert, key = _write_pair(tmp_path)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("admission: {platformMapping: {typeLabel: eks}}\n")
+    assert main(["webhook", "--config", str(bad), "--tls-cert-file", cert,
+                 "--tls-private-key-file", key]) == 1
+    assert "admission.platformMapping.typeLabel: 'eks' is neither a preset" in \
+        capsys.readouterr().err
+    assert main(["webhook", "--tls-cert-file", str(tmp_path / "none.crt"),
+                 "--tls-private-key-file", key]) == 1
+    assert "gpu-extender webhook: --tls-cert-file " in capsys.readouterr().err
