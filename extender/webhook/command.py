@@ -56,7 +56,6 @@ def run_webhook(args: argparse.Namespace) -> int:
     from extender.server import logs
     from extender.webhook.tls import TlsFileError, check_pair
 
-    logs.configure(args.log_level)
     try:
         platform = load_platform(args.config)
     except ConfigError as exc:
@@ -69,6 +68,7 @@ def run_webhook(args: argparse.Namespace) -> int:
         return 1
     from extender.webhook import server
 
+    logs.configure(args.log_level)  # only once the invocation is known to be good
     server.run(server.WebhookOptions(host=args.host, port=args.port,
                                      cert_file=args.tls_cert_file,
                                      key_file=args.tls_private_key_file,

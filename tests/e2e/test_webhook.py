@@ -190,3 +190,16 @@ def test_the_shipped_webhook_manifest_passes_server_side_dry_run(
             kinds += [o.kind for o in created]
         assert sorted(kinds) == ["Deployment", "MutatingWebhookConfiguration", "Service",
                                  "ValidatingWebhookConfiguration"], path
+
+
+def test_warnings_reach_the_client_as_kubectl_prints_them(
+        cluster: tuple[LocalCluster, Webhook]) -> None:
+    local, webhook = cluster
+    webhook.start(WEBHOOK_DATA / "gke.yaml")
+    odd = pod("odd", {"cpu": "1"}, labels={"gpu-extender.io/accelerator": "a100"})
+    _, status, headers = local.api().create_namespaced_pod_with_http_info(
+        "default", odd, dry_run="All")
+    assert status == 201
+    assert headers["Warning"] == (
+        '299 - "gpu-extender: the pod names a GPU type but requests no GPU (nvidia.com/gpu, '
+        'nvidia.com/mig-<profile>, gpu-extender.io/gpu-memory, ...); it gets none"')
