@@ -44,6 +44,7 @@ demo: $(STAMP) controlplane
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_core.py
 	$(BIN)/python benchmarks/bench_verbs.py
+	$(BIN)/python benchmarks/bench_webhook.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

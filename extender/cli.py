@@ -6,8 +6,12 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from extender.errors import ConfigError
+
+if TYPE_CHECKING:
+    from extender.config.types import PlatformConfig
 
 
 def _check_config(args: argparse.Namespace) -> int:
@@ -27,7 +31,24 @@ def _check_config(args: argparse.Namespace) -> int:
           f"custom mappings: {len(config.node_labels.custom)}")
     print(f"  scoring strategy: {config.scoring.strategy} "
           f"(available: {', '.join(strategy_names())})")
+    print(f"  admission: {_admission_summary(config)}")
     return 0
+
+
+def _admission_summary(config: PlatformConfig) -> str:
+    admission = config.admission
+    mapping = admission.platform_mapping
+    parts = [f"scheduler name {admission.scheduler_name.name}"
+             if admission.scheduler_name.enabled else "scheduler name off"]
+    if mapping.enabled:
+        parts.append(f"type label {mapping.type_label or 'none'}, "
+                     f"{len(mapping.gpu_types)} gpuTypes entries")
+    else:
+        parts.append("platform mapping off")
+    devices = admission.visible_devices
+    parts.append(f"{devices.env} for {', '.join(devices.kinds)}" if devices.enabled
+                 else "visible-devices env off")
+    return "; ".join(parts)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -9,4 +9,5 @@ COMMAND_MODULES: tuple[str, ...] = (
     "extender.shadow.command",
     "extender.views.command",
     "extender.agent.command",
+    "extender.webhook.command",
 )

@@ -291,6 +291,20 @@ class LocalCluster:
                 file=sys.stderr,
             )
 
+    def start_process(
+        self,
+        name: str,
+        command: Sequence[str],
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> ManagedProcess:
+        """Start one more process (an admission webhook, say) logging to <workdir>/<name>.log;
+        the cluster stops it on exit unless the caller stops it first (``stop`` is
+        idempotent)."""
+        if name == EXTENDER_NAME:
+            raise ValueError(f"{name!r} is reserved for the extender (use start_extender)")
+        return self._launch(name, command, env, cwd)
+
     # ------------------------------------------------------------------------------ extender
 
     def start_extender(self) -> None:

@@ -8,6 +8,8 @@ from typing import Any
 
 import yaml
 
+from extender.config.admission import apply_admission_defaults
+
 API_VERSION = "gpu-extender.io/v1alpha1"
 KIND = "PlatformConfig"
 
@@ -54,6 +56,7 @@ def apply_defaults(raw: dict[str, Any]) -> dict[str, Any]:
     if isinstance(service, dict):
         for key, value in DEFAULT_SERVICE.items():
             service.setdefault(key, value)
+    apply_admission_defaults(out)
     return out
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from extender.config.admission import build_admission
 from extender.config.build import build_accelerator
 from extender.config.defaults import apply_defaults, effective_accelerators
 from extender.config.types import (
@@ -90,4 +91,5 @@ def build_config(raw: dict[str, Any]) -> PlatformConfig:
             reconcile_interval_seconds=float(service["reconcileIntervalSeconds"]),
             check_cpu_memory=bool(service["checkCpuMemory"]),
         ),
+        admission=build_admission(raw["admission"]),
     )

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from extender.catalog.types import AcceleratorType
+from extender.config.admission.types import AdmissionConfig
 
 
 @dataclass(frozen=True)
@@ -67,3 +68,5 @@ class PlatformConfig:
     protection: ProtectionConfig
     scoring: ScoringConfig
     service: ServiceConfig
+    admission: AdmissionConfig = field(default_factory=AdmissionConfig)
+    """What the admission webhook refuses, warns about and writes (``gpu-extender webhook``)."""

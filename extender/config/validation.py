@@ -14,13 +14,14 @@ from itertools import pairwise
 from typing import Any
 
 from extender.catalog import AcceleratorType, Catalog, normalize_name
+from extender.config.admission import validate_admission
 from extender.config.build import build_accelerator
 from extender.config.defaults import API_VERSION, KIND, effective_accelerators
 from extender.config.presets import PRESETS
 from extender.errors import FieldError, join_accepted
 
 TOP_LEVEL_KEYS = ("apiVersion", "kind", "accelerators", "nodeLabels", "protection", "scoring",
-                  "service")
+                  "service", "admission")
 ACCELERATOR_KEYS = ("id", "family", "memoryMiB", "price", "protected", "aliases", "mig")
 MIG_KEYS = ("slots", "profiles")
 PROFILE_KEYS = ("name", "memoryMiB", "slices", "starts")
@@ -116,6 +117,7 @@ def validate_config(raw: Mapping[str, Any], strategies: Collection[str] = ()) ->
     _validate_protection(errors, raw.get("protection"), catalog)
     _validate_scoring(errors, raw.get("scoring"), strategies)
     _validate_service(errors, raw.get("service"))
+    validate_admission(errors, raw.get("admission"), catalog, raw.get("nodeLabels"))
     return errors.items
 
 

@@ -51,7 +51,7 @@ def accel(*entries: Any) -> dict[str, Any]:
 # (config, the one expected field path, a fragment of its message)
 SINGLE_MISTAKES = [
     # -- top level --
-    P({"colour": "blue"}, "colour", "unknown field; accepted: accelerators, apiVersion",
+    P({"colour": "blue"}, "colour", "unknown field; accepted: accelerators, admission, apiVersion",
       id="an unknown top-level key is reported by name"),
     P({"apiVersion": "v1"}, "apiVersion", "must be 'gpu-extender.io/v1alpha1', got 'v1'",
       id="a wrong apiVersion says the one accepted"),

@@ -1,0 +1,112 @@
+"""What the webhook answers for one pod: refuse, warn, or patch. One decode per review, by the
+extender's own pod decoder, so admission and filter say the same thing about the same pod."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from extender.errors import RequestError
+from extender.model import (
+    ANNOTATION_ACCELERATORS,
+    ANNOTATION_VISIBLE_DEVICES,
+    LABEL_ACCELERATOR,
+    GpuRequest,
+)
+from extender.platform import Platform
+from extender.webhook import patch
+from extender.webhook.mapping import PlatformMapping
+from extender.webhook.review import AdmissionRequest
+
+DEFAULT_SCHEDULERS = ("", "default-scheduler")
+
+
+@dataclass(frozen=True)
+class Answer:
+    allowed: bool
+    outcome: str
+    """For metrics: not-a-pod, no-gpu, allowed, refused, invalid, patched, unchanged."""
+    message: str = ""
+    warnings: tuple[str, ...] = ()
+    patch: tuple[patch.Operation, ...] = ()
+
+
+class PodAdmission:
+    def __init__(self, platform: Platform) -> None:
+        self._platform = platform
+        self._config = platform.config.admission
+        self.mapping = PlatformMapping(platform)
+
+    def _decode(self, pod: Mapping[str, Any]) -> GpuRequest | None:
+        try:
+            return self._platform.pods.request(pod)
+        except (AttributeError, TypeError) as exc:  # only a hand-written review has these
+            raise RequestError("spec", "(pod)", f"malformed pod ({exc})") from exc
+
+    # -- validate ----------------------------------------------------------------------------
+
+    def validate(self, review: AdmissionRequest) -> Answer:
+        if review.kind != "Pod":
+            return Answer(True, "not-a-pod")
+        try:
+            request = self._decode(review.object)
+        except RequestError as exc:
+            return Answer(False, "refused", message=f"gpu-extender: {exc}")
+        warnings = self._warnings(review.object, request) if self._config.warnings else ()
+        if request is None:
+            return Answer(True, "no-gpu", warnings=warnings)
+        return Answer(True, "allowed", warnings=warnings)
+
+    def _warnings(self, pod: Mapping[str, Any], request: GpuRequest | None) -> tuple[str, ...]:
+        meta = pod.get("metadata") or {}
+        spec = pod.get("spec") or {}
+        if request is None:
+            named = LABEL_ACCELERATOR in (meta.get("labels") or {}) or \
+                ANNOTATION_ACCELERATORS in (meta.get("annotations") or {})
+            return ("gpu-extender: the pod names a GPU type but requests no GPU "
+                    "(nvidia.com/gpu, nvidia.com/mig-<profile>, gpu-extender.io/gpu-memory, "
+                    "...); it gets none",) if named else ()
+        out = []
+        scheduler = self._config.scheduler_name
+        current = spec.get("schedulerName") or ""
+        if scheduler.enabled and current not in (*DEFAULT_SCHEDULERS, scheduler.name):
+            out.append(f"gpu-extender: spec.schedulerName={current!r} is not "
+                       f"{scheduler.name!r}: unless that scheduler calls gpu-extender, the "
+                       f"GPU request is not placed per GPU")
+        catalog = self._platform.catalog
+        if request.types is not None and request.excluded - request.types:
+            names = catalog.describe(request.excluded - request.types)
+            out.append(f"gpu-extender: metadata.annotations[gpu-extender.io/exclude-"
+                       f"accelerators] excludes {names}, which the pod does not accept anyway")
+        unmapped = self.mapping.for_request(request).unmapped
+        if unmapped:
+            out.append(f"gpu-extender: no node affinity written: {', '.join(unmapped)} has no "
+                       f"value on label {self.mapping.type_key}; autoscalers cannot tell "
+                       f"which nodes fit (add admission.platformMapping.gpuTypes entries)")
+        return tuple(out)
+
+    # -- mutate ------------------------------------------------------------------------------
+
+    def mutate(self, review: AdmissionRequest) -> Answer:
+        if review.kind != "Pod" or review.operation not in ("CREATE", ""):
+            return Answer(True, "not-a-pod")
+        pod = review.object
+        try:
+            request = self._decode(pod)
+        except RequestError:
+            return Answer(True, "invalid")  # /validate refuses it with the message
+        if request is None:
+            return Answer(True, "no-gpu")
+        spec = pod.get("spec") or {}
+        config = self._config
+        ops: list[patch.Operation] = []
+        if config.scheduler_name.enabled:
+            ops += patch.scheduler_name(spec, config.scheduler_name.name)
+        wanted = self.mapping.for_request(request)
+        ops += patch.node_affinity(spec, wanted.groups, self.mapping.partition_key)
+        ops += patch.tolerations(spec, wanted.tolerations)
+        devices = config.visible_devices
+        if devices.enabled and request.kind.value in devices.kinds:
+            ops += patch.env_from_annotation(spec, devices.env, ANNOTATION_VISIBLE_DEVICES)
+        return Answer(True, "patched" if ops else "unchanged", patch=tuple(ops))

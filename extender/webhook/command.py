@@ -1,0 +1,114 @@
+"""``gpu-extender webhook`` (the admission webhook server) and ``gpu-extender webhook-certs``
+(its serving certificate without cert-manager)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from extender.errors import ConfigError
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = commands.add_parser(
+        "webhook", help="run the admission webhook (validate and mutate GPU pods)",
+        description="Serve AdmissionReview v1 over TLS: POST /validate refuses pods whose GPU "
+                    "request the extender would reject, POST /mutate writes the scheduler "
+                    "name, the platform's node affinity and tolerations and the "
+                    "visible-devices env (admission: section of the platform config); plus "
+                    "GET /healthz and /metrics.")
+    parser.add_argument("--config", metavar="FILE",
+                        help="platform config YAML (default: the shipped defaults)")
+    parser.add_argument("--host", default="0.0.0.0", help="address (default: 0.0.0.0)")
+    parser.add_argument("--port", type=int, default=8443, help="port (default: 8443)")
+    parser.add_argument("--tls-cert-file", required=True, metavar="FILE",
+                        help="serving certificate (PEM); reloaded when it changes on disk")
+    parser.add_argument("--tls-private-key-file", required=True, metavar="FILE",
+                        help="its private key (PEM)")
+    parser.add_argument("--threads", type=int, default=4, help="request threads (default: 4)")
+    parser.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
+                        default="info")
+    parser.add_argument("--access-log", action="store_true", help="log every request")
+    parser.set_defaults(run=run_webhook)
+
+    certs = commands.add_parser(
+        "webhook-certs", help="create the webhook's CA and serving certificate (no cert-manager)",
+        description="Write ca.crt, tls.crt, tls.key for the webhook Service into --out-dir; "
+                    "with --manifest also webhook.yaml (the webhook configurations with "
+                    "caBundle set) and secret.yaml (the kubernetes.io/tls Secret).")
+    certs.add_argument("--service", default="gpu-extender-webhook")
+    certs.add_argument("--namespace", default="kube-system")
+    certs.add_argument("--secret-name", default="gpu-extender-webhook-tls")
+    certs.add_argument("--dns", action="append", default=[], metavar="NAME",
+                       help="extra DNS name (repeatable)")
+    certs.add_argument("--ip", action="append", default=[], metavar="ADDRESS",
+                       help="extra IP address (repeatable), e.g. 127.0.0.1 for a local test")
+    certs.add_argument("--days", type=int, default=365, help="validity (default: 365)")
+    certs.add_argument("--manifest", metavar="FILE",
+                       help="webhook manifest to fill in (e.g. manifests/webhook.yaml)")
+    certs.add_argument("--out-dir", required=True, metavar="DIR")
+    certs.set_defaults(run=run_certs)
+
+
+def run_webhook(args: argparse.Namespace) -> int:
+    from extender.platform import load_platform
+    from extender.server import logs
+    from extender.webhook.tls import TlsFileError, check_pair
+
+    try:
+        platform = load_platform(args.config)
+    except ConfigError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    try:
+        check_pair(args.tls_cert_file, args.tls_private_key_file)
+    except TlsFileError as exc:
+        print(f"gpu-extender webhook: {exc}", file=sys.stderr)
+        return 1
+    from extender.webhook import server
+
+    logs.configure(args.log_level)  # only once the invocation is known to be good
+    server.run(server.WebhookOptions(host=args.host, port=args.port,
+                                     cert_file=args.tls_cert_file,
+                                     key_file=args.tls_private_key_file,
+                                     threads=args.threads, log_level=args.log_level,
+                                     access_log=args.access_log), platform)
+    return 0
+
+
+def run_certs(args: argparse.Namespace) -> int:
+    import ipaddress
+
+    from extender.webhook import certs
+
+    try:
+        for ip in args.ip:
+            ipaddress.ip_address(ip)
+    except ValueError as exc:
+        print(f"gpu-extender webhook-certs: --ip: {exc}", file=sys.stderr)
+        return 2
+    if args.days <= 0:
+        print(f"gpu-extender webhook-certs: --days must be > 0, got {args.days}",
+              file=sys.stderr)
+        return 2
+    manifest = None
+    if args.manifest:
+        try:
+            manifest = Path(args.manifest).read_text(encoding="utf-8")
+        except OSError as exc:
+            print(f"gpu-extender webhook-certs: --manifest {args.manifest}: {exc.strerror}",
+                  file=sys.stderr)
+            return 2
+    issued = certs.issue([*certs.service_dns_names(args.service, args.namespace), *args.dns],
+                         args.ip, days=args.days)
+    out = Path(args.out_dir)
+    written = certs.write(out, issued)
+    if manifest is not None:
+        (out / "webhook.yaml").write_text(certs.with_ca_bundle(manifest, issued.ca_pem))
+        (out / "secret.yaml").write_text(certs.tls_secret(args.secret_name, args.namespace,
+                                                          issued))
+        written += [out / "webhook.yaml", out / "secret.yaml"]
+    for path in written:
+        print(path)
+    return 0

@@ -1,0 +1,141 @@
+"""``gpu-extender webhook-certs`` and the TLS reload: what we ship for clusters without
+cert-manager, and the cert-manager manifest's consistency with the webhook manifest."""
+
+from __future__ import annotations
+
+import base64
+import os
+import ssl
+from pathlib import Path
+
+import pytest
+import yaml
+from cryptography import x509
+
+from extender.cli import main
+from extender.webhook.certs import issue, service_dns_names
+from extender.webhook.tls import ReloadingContext, TlsFileError, check_pair
+
+ROOT = Path(__file__).parents[2]
+WEBHOOK_MANIFEST = ROOT / "manifests" / "webhook.yaml"
+CERT_MANAGER_MANIFEST = ROOT / "manifests" / "webhook-cert-manager.yaml"
+
+
+def test_webhook_certs_writes_a_verifiable_pair_and_fills_the_manifest(tmp_path: Path) -> None:
+    assert main(["webhook-certs", "--manifest", str(WEBHOOK_MANIFEST), "--out-dir",
+                 str(tmp_path)]) == 0
+    ca = x509.load_pem_x509_certificate((tmp_path / "ca.crt").read_bytes())
+    cert = x509.load_pem_x509_certificate((tmp_path / "tls.crt").read_bytes())
+    cert.verify_directly_issued_by(ca)
+    names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert names.get_values_for_type(x509.DNSName) == service_dns_names(
+        "gpu-extender-webhook", "kube-system")
+    check_pair(str(tmp_path / "tls.crt"), str(tmp_path / "tls.key"))
+    documents = list(yaml.safe_load_all((tmp_path / "webhook.yaml").read_text()))
+    configs = [d for d in documents if d["kind"].endswith("WebhookConfiguration")]
+    assert len(configs) == 2
+    for config in configs:
+        assert "cert-manager.io/inject-ca-from" not in config["metadata"].get("annotations", {})
+        for webhook in config["webhooks"]:
+            assert base64.b64decode(webhook["clientConfig"]["caBundle"]) == \
+                (tmp_path / "ca.crt").read_bytes()
+    secret = yaml.safe_load((tmp_path / "secret.yaml").read_text())
+    assert secret["type"] == "kubernetes.io/tls"
+    assert secret["metadata"] == {"name": "gpu-extender-webhook-tls", "namespace": "kube-system"}
+    assert base64.b64decode(secret["data"]["tls.crt"]) == (tmp_path / "tls.crt").read_bytes()
+
+
+def test_a_bad_ip_or_a_missing_manifest_is_a_message(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["webhook-certs", "--ip", "localhost", "--out-dir", str(tmp_path)]) == 2
+    assert "--ip: 'localhost' does not appear to be an IPv4 or IPv6 address" in \
+        capsys.readouterr().err
+    assert main(["webhook-certs", "--manifest", str(tmp_path / "nope.yaml"),
+                 "--out-dir", str(tmp_path)]) == 2
+    assert "nope.yaml: No such file or directory" in capsys.readouterr().err
+
+
+def test_cert_manager_manifest_matches_the_webhook_manifest() -> None:
+    """The Certificate names the Service the webhooks call, writes the Secret the Deployment
+    mounts, and is the one the CA injector annotation points at."""
+    objects = {(d["kind"], d["metadata"]["name"]): d
+               for d in yaml.safe_load_all(CERT_MANAGER_MANIFEST.read_text())}
+    certificate = objects[("Certificate", "gpu-extender-webhook")]
+    webhook = {(d["kind"], d["metadata"]["name"]): d
+               for d in yaml.safe_load_all(WEBHOOK_MANIFEST.read_text())}
+    service = webhook[("Service", "gpu-extender-webhook")]["metadata"]
+    assert certificate["spec"]["dnsNames"] == service_dns_names(service["name"],
+                                                                service["namespace"])
+    volumes = webhook[("Deployment", "gpu-extender-webhook")]["spec"]["template"]["spec"][
+        "volumes"]
+    assert {"name": "tls", "secret": {"secretName": certificate["spec"]["secretName"]}} \
+        in volumes
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        config = webhook[(kind, "gpu-extender")]
+        assert config["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == \
+            f"{certificate['metadata']['namespace']}/{certificate['metadata']['name']}"
+        for entry in config["webhooks"]:
+            assert entry["sideEffects"] == "None"
+            assert entry["failurePolicy"] == "Ignore"
+            assert entry["timeoutSeconds"] <= 5
+            excluded = entry["namespaceSelector"]["matchExpressions"][0]
+            assert excluded["operator"] == "NotIn" and "kube-system" in excluded["values"]
+
+
+def _write_pair(directory: Path) -> tuple[str, str]:
+    issued = issue(["localhost"])
+    (directory / "tls.crt").write_bytes(issued.cert_pem)
+    (directory / "tls.key").write_bytes(issued.key_pem)
+    return str(directory / "tls.crt"), str(directory / "tls.key")
+
+
+def test_a_renewed_certificate_is_served_without_a_restart(tmp_path: Path) -> None:
+    cert, key = _write_pair(tmp_path)
+    hook = ReloadingContext(cert, key)
+
+    def factory() -> ssl.SSLContext:
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(cert, key)
+        return context
+
+    first = hook(None, factory)
+    assert hook(None, factory) is first and hook.loads == 1   # unchanged files: reused
+    _write_pair(tmp_path)                                     # cert-manager renews
+    second = hook(None, factory)
+    assert second is not first and hook.loads == 2
+    (tmp_path / "tls.key").write_text("half written")         # mid-rotation garbage
+    os.utime(tmp_path / "tls.key", ns=(1, 1))
+    assert hook(None, factory) is second                      # keeps serving the last good one
+
+
+@pytest.mark.parametrize(("missing", "flag"), [("cert", "--tls-cert-file"),
+                                              ("key", "--tls-private-key-file")])
+def test_check_pair_names_the_flag_and_the_file(tmp_path: Path, missing: str, flag: str) -> None:
+    cert, key = _write_pair(tmp_path)
+    args = (str(tmp_path / "missing.crt"), key) if missing == "cert" else \
+        (cert, str(tmp_path / "missing.key"))
+    with pytest.raises(TlsFileError, match=f"^{flag} .*: no such file$"):
+        check_pair(*args)
+
+
+def test_check_pair_refuses_a_mismatched_key(tmp_path: Path) -> None:
+    cert, _ = _write_pair(tmp_path)
+    other = tmp_path / "other"
+    other.mkdir()
+    _, other_key = _write_pair(other)
+    with pytest.raises(TlsFileError, match="cannot load the pair"):
+        check_pair(cert, other_key)
+
+
+def test_webhook_refuses_to_start_on_a_bad_config_or_missing_certificate(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cert, key = _write_pair(tmp_path)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("admission: {platformMapping: {typeLabel: eks}}\n")
+    assert main(["webhook", "--config", str(bad), "--tls-cert-file", cert,
+                 "--tls-private-key-file", key]) == 1
+    assert "admission.platformMapping.typeLabel: 'eks' is neither a preset" in \
+        capsys.readouterr().err
+    assert main(["webhook", "--tls-cert-file", str(tmp_path / "none.crt"),
+                 "--tls-private-key-file", key]) == 1
+    assert "gpu-extender webhook: --tls-cert-file " in capsys.readouterr().err
