@@ -10,7 +10,8 @@ field         written by   valid while
 ``pod``       first call   the pod's (UID, resourceVersion): a new version starts a new cycle
 ``fit``       filter       the inventory generation it was computed at (``FitMemo``)
 ``scores``    prioritize   the same generation as ``fit``
-``held``      prioritize   until bind pins it or the inventory forgets it (TTL, supersede)
+``held``      prioritize,  a record of what the cycle assumed last; cleared when the cycle
+              bind         forgets it (a new filter, bind choosing another node), not on TTL
 ============  ===========  ================================================================
 
 The inventory, not the cycle, is where a hold takes effect (other pods' cycles must see it):
