@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from extender.core.scoring.base import ScoreResult, Strategy
+from extender.core.scoring.base import ScoreResult
 from extender.core.workload import WorkloadMix
 from extender.inventory.snapshot import ClusterSnapshot
 from extender.inventory.store import Inventory
@@ -51,13 +51,13 @@ class Explanation:
 class Scheduler:
     def __init__(self, platform: Platform, inventory: Inventory, workload: WorkloadMix,
                  api: PodWriter, events: HoldEvents, *, reservation_ttl: float,
-                 check_cpu_memory: bool = False, strategy: Strategy | None = None,
+                 check_cpu_memory: bool = False,
                  on_new_pod: Callable[[Mapping[str, Any]], None] | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.inventory = inventory
         self.cycles = CycleTable(platform, on_new_pod=on_new_pod)
         self.evaluator = Evaluator(platform, self.cycles, check_cpu_memory=check_cpu_memory)
-        self.scorer = Scorer(strategy or platform.strategy(workload=workload))
+        self.scorer = Scorer(platform.strategy(workload=workload))
         self.placed = PlacedPods(workload)
         expiry = Expiry(inventory, events, clock)
         self.filter = Filter(inventory, self.cycles, self.evaluator, expiry, events)
