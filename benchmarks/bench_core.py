@@ -298,8 +298,8 @@ def timed_pods(inv: Inventory, fn: Callable[[ClusterSnapshot], Assignment | None
         if i:
             out.append(elapsed)
         if assignment is not None:
-            inv.reserve(PodKey("bench", "next", "next"), assignment)
-            inv.release("next")
+            inv.assume(PodKey("bench", "next", "next"), assignment)
+            inv.forget("next")
     return out
 
 
@@ -381,9 +381,9 @@ def bench_size(bench: Bench, n: int, seed: int) -> None:
 
 
 def reserve_release(inv: Inventory, assignment: Assignment) -> None:
-    inv.reserve(PodKey("bench", "probe", "probe"), assignment)
+    inv.assume(PodKey("bench", "probe", "probe"), assignment)
     inv.snapshot()
-    inv.release("probe")
+    inv.forget("probe")
     inv.snapshot()
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from extender.catalog import Catalog
 from extender.core.fit import fit, mig_starts
@@ -31,17 +32,21 @@ class NoFitError(Exception):
 
 
 def assign(snapshot: ClusterSnapshot, req: PlacementRequest, row: int, *,
+           units: npt.NDArray[np.int16] | None = None,
            order: Sequence[int] | None = None) -> Assignment:
     """Choose GPUs on snapshot row ``row``; raises ``NoFitError`` if it does not fit.
 
+    ``units``: the row's ``FitResult.units`` (``(n_gpus,)``, placements per GPU slot), when
+    the caller already fitted the row on this snapshot; without it the row is fitted here
+    (bind re-checks under its lock this way).
     ``order``: GPU slots in preference order, when a strategy has its own choice (FGD picks
     the GPU that minimises fragmentation); otherwise the best-fit rules above.
     """
-    rows = np.array([row], dtype=np.int64)
-    result = fit(snapshot, req, rows)
-    if not result.fits[0]:
-        raise NoFitError(result.messages(snapshot)[0])
-    units = result.units[0]
+    if units is None:
+        result = fit(snapshot, req, np.array([row], dtype=np.int64))
+        if not result.fits[0]:
+            raise NoFitError(result.messages(snapshot)[0])
+        units = result.units[0]
     slots = [int(s) for s in np.flatnonzero(units > 0)]
     kind = req.kind
     if order is not None:

@@ -5,11 +5,18 @@ lock; readers take an immutable ``ClusterSnapshot``, which shares the arrays unt
 copies them (copy-on-write), so a snapshot costs nothing when nothing changed and one copy of
 the arrays after a change. Updating a node rewrites only its row.
 
-Holdings come in three states:
+Holdings come in three states, named as kube-scheduler's cache names them:
 
-- ``RESERVED``: chosen by the extender, bind not done yet; expires after its TTL;
-- ``BOUND``: the Binding was created, the watch has not shown it yet; never expires;
-- ``OBSERVED``: seen through the API (pod bound, annotation present).
+- ``ASSUMED`` (``assume``, kube's ``AssumePod``): chosen by the extender, bind not done yet;
+  expires after its TTL unless ``pin`` took the TTL away (a bind is in flight);
+- ``BOUND`` (``finish_binding``, kube's ``FinishBinding``): the Binding was created, the watch
+  has not shown it yet; never expires;
+- ``OBSERVED`` (``observe``, kube's ``AddPod``/``UpdatePod``): seen through the API (pod bound,
+  annotation present).
+
+``forget`` drops an assumed pod (kube's ``ForgetPod``); ``remove_pod`` drops whatever a pod
+holds because it is gone (kube's ``RemovePod``). ``pin`` and ``finish_binding`` flip a state:
+no array changes, no generation bump.
 
 Complexities: node upsert O(GPUs of the node + its pods), pod add/remove O(grants), snapshot
 O(1) when nothing changed, else O(cluster arrays) once.
@@ -52,7 +59,8 @@ _GPU_FILL = {"gpu_type": NO_GPU, "gpu_index": -1, "mig_layout": NOT_MIG, "mig_us
 
 
 class HoldingState(Enum):
-    RESERVED = "reserved"
+    ASSUMED = "reserved"
+    """The value stays ``reserved``: it is the ``state`` label of the holdings metric."""
     BOUND = "bound"
     OBSERVED = "observed"
 
@@ -295,7 +303,7 @@ class Inventory:
             self.conflicts_total += len(report.conflicts)
             return report
 
-    def forget(self, uid: str) -> bool:
+    def remove_pod(self, uid: str) -> bool:
         """The pod is gone (deleted, finished): release everything it held."""
         with self._lock:
             if uid not in self._holdings:
@@ -303,29 +311,42 @@ class Inventory:
             self._replace(uid, None, strict=False, report=ApplyReport())
             return True
 
-    def reserve(self, key: PodKey, assignment: Assignment, *, cpu_milli: int = 0,
+    def assume(self, key: PodKey, assignment: Assignment, *, cpu_milli: int = 0,
                 memory_mib: int = 0, ttl: float | None = None) -> None:
-        """Hold ``assignment`` for a pod being bound; raises ``CapacityError`` (and changes
-        nothing) if it would break a per-GPU invariant. Replaces an earlier reservation of the
-        same pod."""
+        """Hold ``assignment`` for a pod being bound (``ASSUMED``); raises ``CapacityError``
+        (and changes nothing) if it would break a per-GPU invariant. Replaces an earlier
+        holding of the same pod. ``ttl`` ``None``: it never expires."""
         with self._lock:
             if assignment.node not in self._index:
                 raise UnknownNodeError(f"node {assignment.node!r} is not in the inventory")
             expires = None if ttl is None else self._clock() + ttl
             holding = Holding(key, assignment.node, assignment, cpu_milli, memory_mib,
-                              HoldingState.RESERVED, expires)
+                              HoldingState.ASSUMED, expires)
             self._replace(key.uid, holding, strict=True, report=ApplyReport())
 
-    def mark_bound(self, uid: str) -> None:
+    def pin(self, uid: str, assignment: Assignment) -> bool:
+        """Take the TTL off the pod's assumed ``assignment`` while its bind runs: a state
+        flip (the GPUs are already counted). ``False`` if the pod no longer holds exactly
+        that assumption (it expired and was swept, or was replaced): choose again."""
+        with self._lock:
+            current = self._holdings.get(uid)
+            if current is None or current.state is not HoldingState.ASSUMED or \
+                    current.assignment is not assignment:
+                return False
+            if current.expires_at is not None:
+                self._holdings[uid] = replace(current, expires_at=None)
+            return True
+
+    def finish_binding(self, uid: str) -> None:
         """The Binding exists: keep the reservation until the watch confirms it."""
         with self._lock:
             current = self._holdings.get(uid)
-            if current is not None and current.state is HoldingState.RESERVED:
+            if current is not None and current.state is HoldingState.ASSUMED:
                 self._holdings[uid] = replace(current, state=HoldingState.BOUND, expires_at=None)
 
-    def release(self, uid: str) -> bool:
-        """Drop a reservation (idempotent). Observed holdings are left alone: only the API
-        can say those pods are gone."""
+    def forget(self, uid: str) -> bool:
+        """Drop an assumed or bound pod's holding (idempotent). Observed holdings are left
+        alone: only the API can say those pods are gone (``remove_pod``)."""
         with self._lock:
             current = self._holdings.get(uid)
             if current is None or current.state is HoldingState.OBSERVED:
@@ -338,7 +359,7 @@ class Inventory:
         with self._lock:
             now = self._clock()
             expired = [h for h in self._holdings.values()
-                       if h.state is HoldingState.RESERVED and h.expires_at is not None
+                       if h.state is HoldingState.ASSUMED and h.expires_at is not None
                        and h.expires_at <= now]
             for holding in expired:
                 self._replace(holding.key.uid, None, strict=False, report=ApplyReport())
@@ -572,7 +593,7 @@ class Inventory:
             fresh = {h.key.uid: h for h in holdings}
             for uid, current in list(self._holdings.items()):
                 if uid not in fresh and current.state is HoldingState.OBSERVED:
-                    self.forget(uid)
+                    self.remove_pod(uid)
                     repairs["pods_removed"] += 1
             for uid, holding in fresh.items():
                 known = self._holdings.get(uid)

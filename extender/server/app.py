@@ -11,14 +11,14 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from flask import Flask, Response, request
 from prometheus_client import CONTENT_TYPE_LATEST
 from werkzeug.exceptions import HTTPException
 
 from extender.kube.objects import pod_key
-from extender.server.answers import Answer
+from extender.server.answers import Answer, encode_document
 from extender.server.debug import register_debug_routes
 from extender.server.responses import JSON, json_response
 from extender.server.service import ExtenderService
@@ -28,7 +28,6 @@ from extender.server.wire import (
     WireError,
     decode_binding_args,
     decode_extender_args,
-    encode,
     filter_error,
 )
 
@@ -43,13 +42,14 @@ def create_app(service: ExtenderService, *, debug_endpoints: bool = True) -> Fla
 
     app.add_url_rule("/filter", "filter", _verb_view(
         service, "filter", decode_extender_args, verbs.filter,
-        filter_error), methods=["POST"])
+        lambda args, message: encode_document(filter_error(args, message))), methods=["POST"])
     app.add_url_rule("/prioritize", "prioritize", _verb_view(
         service, "prioritize", decode_extender_args, verbs.prioritize,
         lambda args, message: NO_PRIORITIES), methods=["POST"])
     app.add_url_rule("/bind", "bind", _verb_view(
-        service, "bind", decode_binding_args, service.binding.bind,
-        lambda args, message: ExtenderBindingResult(Error=message)), methods=["POST"])
+        service, "bind", decode_binding_args, verbs.bind,
+        lambda args, message: encode_document(ExtenderBindingResult(Error=message))),
+        methods=["POST"])
 
     @app.get("/healthz")
     def healthz() -> Response:
@@ -82,7 +82,7 @@ def create_app(service: ExtenderService, *, debug_endpoints: bool = True) -> Fla
 
 
 def _verb_view(service: ExtenderService, verb: str, decode: Callable[[bytes], Args],
-               handle: Callable[[Args], Any], failure: Callable[[Args, str], Any]
+               handle: Callable[[Args], Answer], failure: Callable[[Args, str], Answer]
                ) -> Callable[[], Response]:
     observe = service.metrics.observe_latency[verb]
     metrics = service.metrics
@@ -103,7 +103,7 @@ def _verb_view(service: ExtenderService, verb: str, decode: Callable[[bytes], Ar
             _log.exception("verb failed", extra={"fields": {"verb": verb,
                                                             "pod": _describe(args)}})
             result = failure(args, f"internal error in {verb}: {type(exc).__name__}: {exc}")
-        body = result.body if isinstance(result, Answer) else encode(result)
+        body = result.body
         duration = time.perf_counter() - started
         observe(duration)
         if _log.isEnabledFor(logging.DEBUG):

@@ -7,6 +7,7 @@ created there; the master only validated the configuration.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable
 from typing import Any
 
@@ -33,7 +34,7 @@ class ExtenderApplication(BaseApplication):  # type: ignore[misc]
 
     def load(self) -> Any:
         service = self._build()
-        service.freeze_heap_when_synced = True  # this process is the service's alone
+        service.when_synced(freeze_heap)  # this process is the service's alone
         service.start()
         self._service = service
         return create_app(service, debug_endpoints=self._debug_endpoints)
@@ -42,6 +43,14 @@ class ExtenderApplication(BaseApplication):  # type: ignore[misc]
         if self._service is not None:
             self._service.stop()
             self._service = None
+
+
+def freeze_heap() -> None:
+    """After the first full sync, move everything alive into the GC's permanent generation:
+    the inventory, decoded nodes and pods are long-lived, and a full collection walking them
+    would stall a verb for milliseconds. Process-wide, so the process owner does it."""
+    gc.collect()
+    gc.freeze()
 
 
 def run(settings: dict[str, Any], build: Callable[[], ExtenderService], *,

@@ -7,20 +7,17 @@ between the wire and the inventory is the same code in both.
 
 from __future__ import annotations
 
-import gc
 import logging
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from extender.apiserver.binder import Binder
 from extender.apiserver.client import KubeApi, PodWriter
 from extender.core.workload import WorkloadMix
 from extender.inventory.store import Inventory
 from extender.platform import Platform
-from extender.server.binding import BindCoordinator
+from extender.scheduling.scheduler import Scheduler
 from extender.server.metrics import ExtenderMetrics
-from extender.server.pods import PodRequests
 from extender.server.verbs import SchedulingVerbs
 from extender.sync.apply import InventoryApplier
 from extender.sync.cluster import ClusterSync
@@ -43,19 +40,17 @@ class ExtenderService:
         self.applier = applier or InventoryApplier(platform, self.inventory)
         self.workload = WorkloadMix()
         self.metrics = ExtenderMetrics()
-        self.pods = PodRequests(platform, self.workload, on_new_pod=on_new_pod)
-        self.verbs = SchedulingVerbs(platform, self.inventory,
-                                     platform.strategy(workload=self.workload), self.pods,
-                                     self.metrics, reservation_ttl=config.reservation_ttl_seconds,
-                                     check_cpu_memory=config.check_cpu_memory, clock=clock)
-        self.binding = BindCoordinator(self.inventory, Binder(api), self.pods, api,
-                                       self.metrics)
+        self.scheduler = Scheduler(platform, self.inventory, self.workload, api, self.metrics,
+                                   reservation_ttl=config.reservation_ttl_seconds,
+                                   check_cpu_memory=config.check_cpu_memory,
+                                   on_new_pod=on_new_pod, clock=clock)
+        self.applier.on_placed = self.scheduler.observed_placed
+        self.verbs = SchedulingVerbs(platform, self.scheduler, self.metrics)
         self.offline: OfflineCluster | None = None
         self.sync: ClusterSync | None = None
         self._offline_objects: ClusterObjects | None = None
         self._stoppers: list[Callable[[], None]] = []
-        self.freeze_heap_when_synced = False
-        """Set by the runner (a whole process of its own): see ``_settle_heap``."""
+        self._when_synced: list[Callable[[], None]] = []
         self.metrics.attach_inventory(self.inventory, extra=self._counters)
 
     # -- construction ------------------------------------------------------------------------
@@ -71,7 +66,7 @@ class ExtenderService:
             reconcile_interval_seconds=platform.config.service.reconcile_interval_seconds,
             watch_timeout_seconds=watch_timeout_seconds,
             on_restart=service.metrics.watch_restart, on_repairs=service.metrics.repairs,
-            on_synced=service._settle_heap)
+            on_synced=service._synced)
         return service
 
     @classmethod
@@ -100,15 +95,16 @@ class ExtenderService:
             _log.info("offline cluster loaded", extra={"fields": {
                 "nodes": len(objects.nodes), "pods": len(objects.pods),
                 "holdings": len(self.inventory.holdings())}})
-            self._settle_heap()
+            self._synced()
 
-    def _settle_heap(self) -> None:
-        """After the first full sync, move everything alive into the GC's permanent
-        generation: the inventory, decoded nodes and pods are long-lived, and a full
-        collection walking them would stall a verb for milliseconds."""
-        if self.freeze_heap_when_synced:
-            gc.collect()
-            gc.freeze()
+    def when_synced(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once the first full sync is done (online: from the watch
+        thread; offline: from ``start``). Register before ``start``."""
+        self._when_synced.append(callback)
+
+    def _synced(self) -> None:
+        for callback in self._when_synced:
+            callback()
 
     def stop(self) -> None:
         while self._stoppers:

@@ -23,7 +23,6 @@ from extender.inventory.snapshot import ClusterSnapshot
 from extender.inventory.store import Inventory
 from extender.model import Assignment, PodInfo, RequestKind
 from extender.platform import Platform
-from extender.server.pods import PodRequests
 from extender.server.verbs import SchedulingVerbs
 from extender.shadow.record import Alternative, Invariant, ShadowRecord, Violation
 
@@ -36,12 +35,11 @@ _OVER_COMMIT = {RequestKind.WHOLE: Invariant.WHOLE_GPU_SHARED,
 
 
 class ShadowJudge:
-    def __init__(self, platform: Platform, inventory: Inventory, verbs: SchedulingVerbs,
-                 pods: PodRequests, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, platform: Platform, inventory: Inventory, verbs: SchedulingVerbs, *,
+                 clock: Callable[[], float] = time.time) -> None:
         self._platform = platform
         self._inventory = inventory
         self._verbs = verbs
-        self._pods = pods
         self._clock = clock
 
     def judge(self, pod: Mapping[str, Any], info: PodInfo, candidates: list[str],
@@ -83,7 +81,7 @@ class ShadowJudge:
             reason = reasons.most_common(1)[0][0] if reasons else \
                 (report.get("error") or "no node matches the pod's nodeSelector")
             return Alternative(node="", reason=str(reason))
-        decoded = self._pods.decode(pod, learn=False)
+        decoded = self._verbs.scheduler.cycles.detached(pod).pod  # leaves no trace
         row = snapshot.node_index.get(best["node"])
         gpus: tuple[int, ...] = ()
         type_id = ""

@@ -8,17 +8,20 @@ watch), and no binder or event recorder is built.
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import orjson
 
 from extender.apiserver.client import ResourceLister
+from extender.apiserver.errors import KubeError
 from extender.core.workload import WorkloadMix
 from extender.inventory.store import Inventory
+from extender.model import PodKey
 from extender.platform import Platform
+from extender.scheduling.scheduler import Scheduler
 from extender.server.metrics import ExtenderMetrics
-from extender.server.pods import PodRequests
 from extender.server.verbs import SchedulingVerbs
 from extender.shadow.applier import ShadowApplier
 from extender.shadow.judge import ShadowJudge
@@ -33,13 +36,13 @@ class ShadowService:
         self.inventory = Inventory(platform.catalog)
         self.ledger = ShadowLedger(state_file=state_file)
         self.applier = ShadowApplier(platform, self.inventory, self.ledger.add)
-        workload = WorkloadMix()
-        pods = PodRequests(platform, workload)
-        verbs = SchedulingVerbs(platform, self.inventory, platform.strategy(workload=workload),
-                                pods, ExtenderMetrics(),
-                                reservation_ttl=platform.config.service.reservation_ttl_seconds,
-                                check_cpu_memory=platform.config.service.check_cpu_memory)
-        self.applier.judge = ShadowJudge(platform, self.inventory, verbs, pods)
+        metrics = ExtenderMetrics()
+        scheduler = Scheduler(platform, self.inventory, WorkloadMix(), _NoWrites(), metrics,
+                              reservation_ttl=platform.config.service.reservation_ttl_seconds,
+                              check_cpu_memory=platform.config.service.check_cpu_memory)
+        self.applier.on_placed = scheduler.observed_placed
+        verbs = SchedulingVerbs(platform, scheduler, metrics)
+        self.applier.judge = ShadowJudge(platform, self.inventory, verbs)
         self.sync = ClusterSync(
             api, self.applier, self.inventory,
             reconcile_interval_seconds=platform.config.service.reconcile_interval_seconds,
@@ -54,6 +57,30 @@ class ShadowService:
 
     def stop(self) -> None:
         self.sync.stop()
+
+
+class _NoWrites:
+    """The shadow's ``PodWriter``: the judge only explains, so nothing may ever reach the API;
+    a write attempt is a bug, refused as the shadow's RBAC would refuse it."""
+
+    def _refuse(self, what: str) -> None:
+        raise KubeError(f"the shadow never writes ({what})", status=403)
+
+    def get_pod(self, namespace: str, name: str) -> dict[str, Any]:
+        self._refuse(f"get pod {namespace}/{name} for a bind")
+        return {}
+
+    def patch_pod_annotations(self, namespace: str, name: str, uid: str,
+                              annotations: Mapping[str, str]) -> None:
+        self._refuse(f"annotate pod {namespace}/{name}")
+
+    def create_binding(self, namespace: str, name: str, uid: str, node: str,
+                       annotations: Mapping[str, str] | None = None) -> None:
+        self._refuse(f"bind pod {namespace}/{name}")
+
+    def record_event(self, pod: PodKey, *, reason: str, message: str,
+                     event_type: str = "Normal") -> None:
+        self._refuse(f"event on pod {pod}")
 
 
 class ReportServer:

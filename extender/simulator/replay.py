@@ -2,12 +2,14 @@
 
 Details: per arrival, exactly what the extender does for a pod (no second implementation)::
 
-    snapshot = inventory.snapshot()
-    verdicts = fit(snapshot, request, candidate rows, check_cpu_memory=True)
-    ranks    = strategy.score(snapshot, request, verdicts)
-    row      = a best-scoring node (ties: see below)
-    grants   = assign(snapshot, request, row, order=[the strategy's GPU])
-    inventory.reserve(pod, grants, cpu, memory)
+    snapshot  = inventory.snapshot()
+    verdicts  = fit(snapshot, request, candidate rows, check_cpu_memory=True)
+    ranks     = strategy.score(snapshot, request, verdicts)
+    placement = place(snapshot, request, verdicts, ranks, pick=<ties: see below>)
+    inventory.assume(pod, placement.assignment, cpu, memory)
+
+``place`` (``extender.scheduling.place``) is the service's own prioritize step: a best-scoring
+node, then its GPUs from the row's fit (``assign``, in the strategy's GPU order).
 
 Method (FGD, ATC'23): the arrival sequence is the shuffled trace inflated to ``inflate`` x
 capacity (``extender.simulator.inflate``); nodes enter the inventory in a seeded random order
@@ -38,7 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from extender.core.assign import assign, taken_fraction
+from extender.core.assign import taken_fraction
 from extender.core.fit import fit
 from extender.core.frag import FragModel
 from extender.core.request import PlacementRequest
@@ -48,6 +50,7 @@ from extender.core.workload import WorkloadMix, typical_shapes
 from extender.inventory.snapshot import ClusterSnapshot
 from extender.inventory.store import Inventory
 from extender.model import Assignment, PodKey, RequestKind
+from extender.scheduling.place import place
 from extender.simulator.inflate import arrival_order
 from extender.simulator.metrics import CurvePoint, Recorder
 from extender.simulator.scenario import PodKind, Scenario
@@ -187,7 +190,7 @@ class Replay:
                 failures[kind.request.describe() if kind.gpu_pod else "cpu-only"] += 1
                 recorder.arrival(kind.demand_milli)
                 continue
-            self.inventory.reserve(PodKey("simulated", f"pod-{j}", uid=str(j)), assignment,
+            self.inventory.assume(PodKey("simulated", f"pod-{j}", uid=str(j)), assignment,
                                    cpu_milli=kind.cpu_milli, memory_mib=kind.memory_mib)
             row = snapshot.node_index[assignment.node]
             gpus, type_index = self._taken(snapshot, entry, row, assignment)
@@ -224,13 +227,9 @@ class Replay:
         if not verdict.fits.any():
             return None
         ranked = self.strategy.score(snapshot, request, verdict)
-        best = pick_best(ranked.scores, self._tie_rng)
-        row = int(ranked.rows[best])
-        if not entry.kind.gpu_pod:
-            return Assignment(node=snapshot.node_names[row], kind=RequestKind.WHOLE, grants=(),
-                              generation=snapshot.generation)
-        choice = int(ranked.choice[best])
-        return assign(snapshot, request, row, order=[choice] if choice >= 0 else None)
+        placement = place(snapshot, request, verdict, ranked, gpus=entry.kind.gpu_pod,
+                          pick=lambda scores: pick_best(scores, self._tie_rng))
+        return None if placement is None else placement.assignment
 
     @staticmethod
     def _taken(snapshot: ClusterSnapshot, entry: _Kind, row: int,

@@ -4,12 +4,15 @@ Rules, in the order they are checked for a pod:
 
 - deleted or finished (``Succeeded``/``Failed``): holds nothing any more, forgotten;
 - not bound (no ``spec.nodeName``): holds nothing in the API's eyes, but a reservation or a
-  Binding of ours may be in flight for it, so a live ``RESERVED``/``BOUND`` holding is never
+  Binding of ours may be in flight for it, so a live ``ASSUMED``/``BOUND`` holding is never
   dropped by such an event (it is older than our bind, or our annotation patch);
 - bound, with our ``gpu-extender.io/assigned`` annotation naming that node: holds exactly that;
 - bound without it (another scheduler placed it, or the annotation names another node): the
   GPUs are inferred with the core's default assignment, so their capacity is still counted; the
   inference is remembered so later events of the same pod do not move it.
+
+Every bound pod with a valid GPU request is also reported to ``on_placed`` (the service feeds
+its workload mix from it, so a restart relearns the mix from the pods already running).
 
 One lock serializes every mutation that comes from the API (watch events of both kinds and
 relists), so a relist of one kind never interleaves with an event of the other.
@@ -43,10 +46,13 @@ NodeProblemHook = Callable[[NodeInfo, str], None]
 
 class InventoryApplier:
     def __init__(self, platform: Platform, inventory: Inventory, *,
-                 on_node_problems: NodeProblemHook | None = None) -> None:
+                 on_node_problems: NodeProblemHook | None = None,
+                 on_placed: Callable[[PodInfo], None] | None = None) -> None:
         self._on_node_problems = on_node_problems
         self._platform = platform
         self._inventory = inventory
+        self.on_placed = on_placed
+        """Called (under the lock) with every bound pod that has a valid GPU request."""
         self._lock = threading.Lock()
         self._nodes: dict[str, NodeInfo] = {}
         self._inferred: dict[str, Assignment] = {}  # pod uid -> GPUs we inferred for it
@@ -104,20 +110,21 @@ class InventoryApplier:
     def pod_event(self, event_type: str, pod: Mapping[str, Any]) -> None:
         with self._lock:
             if event_type == DELETED:
-                self._forget(objects.uid(pod))
+                self._remove_pod(objects.uid(pod))
                 return
             info = self._platform.pods.decode(pod)
             if not info.key.uid:
                 return
             if info.terminal:
-                self._forget(info.key.uid)
+                self._remove_pod(info.key.uid)
             elif not info.node_name:
                 current = self._inventory.holding(info.key.uid)
                 if current is not None and current.state is HoldingState.OBSERVED:
-                    self._forget(info.key.uid)  # unbound again: only a recreated pod does that
+                    self._remove_pod(info.key.uid)  # unbound again: only a recreated pod does that
             else:
                 holding = self._holding(info)
                 _log_conflicts(self._inventory.observe(holding), f"pod {info.key}")
+                self._placed(info)
 
     def replace_pods(self, pods: Iterable[Mapping[str, Any]]) -> dict[str, int]:
         """Make the observed holdings exactly those of ``pods`` (a fresh list); reservations
@@ -130,6 +137,7 @@ class InventoryApplier:
                 if not info.key.uid or info.terminal or not info.node_name:
                     continue
                 live.add(info.key.uid)
+                self._placed(info)
                 assignment = _own_assignment(info)
                 if assignment is None and info.request is not None:
                     known = self._inferred.get(info.key.uid)
@@ -146,6 +154,10 @@ class InventoryApplier:
                 _log_conflicts(self._inventory.observe(self._holding(info)), f"pod {info.key}")
             return repairs
 
+    def _placed(self, info: PodInfo) -> None:
+        if self.on_placed is not None and info.request is not None:
+            self.on_placed(info)
+
     def _holding(self, info: PodInfo) -> Holding:
         assignment = _own_assignment(info)
         if assignment is None and info.request is not None:
@@ -159,7 +171,7 @@ class InventoryApplier:
             return known
         current = self._inventory.holding(uid)
         if current is not None and current.state is not HoldingState.OBSERVED:
-            self._inventory.release(uid)  # our own reservation must not hide its GPUs
+            self._inventory.forget(uid)  # our own reservation must not hide its GPUs
         snapshot = self._inventory.snapshot()
         row = snapshot.node_index.get(info.node_name)
         if row is None:
@@ -194,10 +206,10 @@ class InventoryApplier:
                 _log_conflicts(self._inventory.observe(self._holding(info)),
                                f"pod {info.key}")
 
-    def _forget(self, uid: str) -> None:
+    def _remove_pod(self, uid: str) -> None:
         if not uid:
             return
-        self._inventory.forget(uid)
+        self._inventory.remove_pod(uid)
         self._inferred.pop(uid, None)
         for waiting in self._awaiting.values():
             waiting.pop(uid, None)

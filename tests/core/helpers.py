@@ -132,7 +132,7 @@ def place(inv: Inventory, req: GpuRequest, node_name: str, *, namespace: str = "
     row = snap.node_index[node_name]
     assignment = assign(snap, placement(req, namespace, cpu), row)
     uid = f"uid-{next(_uids)}"
-    inv.reserve(PodKey("default", uid, uid), assignment, cpu_milli=cpu)
+    inv.assume(PodKey("default", uid, uid), assignment, cpu_milli=cpu)
     return assignment
 
 
@@ -292,9 +292,9 @@ def random_holdings(rng: np.random.Generator, inv: Inventory, attempts: int) -> 
         key = PodKey("default", uid, uid)
         cpu = int(rng.integers(0, 16)) * 1000
         if rng.random() < 0.5:
-            inv.reserve(key, assignment, cpu_milli=cpu, ttl=30.0)
+            inv.assume(key, assignment, cpu_milli=cpu, ttl=30.0)
             if rng.random() < 0.5:
-                inv.mark_bound(uid)
+                inv.finish_binding(uid)
         else:
             inv.observe(Holding(key, name, assignment, cpu_milli=cpu))
         placed += 1

@@ -121,7 +121,7 @@ def test_assign(case: Case) -> None:
         assert [g.mig_start for g in got.grants] == case.starts
     want = reference().assign(snap, case.req, row, namespace=case.namespace, order=case.order)
     assert got == want
-    inv.reserve(PodKey("ns", "p", "p"), got)  # and the inventory accepts it
+    inv.assume(PodKey("ns", "p", "p"), got)  # and the inventory accepts it
 
 
 def test_best_mig_start_keeps_a_3g_40gb_placeable() -> None:
@@ -139,7 +139,7 @@ def test_after_a_1g_at_slot_0_the_core_packs_the_next_at_slot_1() -> None:
     inv = inventory(node("n", "a100-80gb", 1, mig="dynamic"))
     first = Assignment("n", RequestKind.MIG, (GpuGrant(0, 9856, mig_profile="1g.10gb",
                                                        mig_start=0, mig_slices=1),))
-    inv.reserve(PodKey("ns", "first", "first"), first)
+    inv.assume(PodKey("ns", "first", "first"), first)
     second = place(inv, request("mig", 1, mig="1g.10gb", types=A100), "n")
     assert second.grants[0].mig_start == 1
     third = place(inv, request("mig", 1, mig="3g.40gb", types=A100), "n")

@@ -3,7 +3,7 @@
 
 Each cluster mixes types (protected ones, unknown ones, a few nodes with two types), 0-16 GPUs
 per node, MIG (dynamic and static layouts), time slicing, unhealthy GPUs, holes left by removed
-nodes, and random prior holdings placed by the core and applied through ``Inventory.reserve`` /
+nodes, and random prior holdings placed by the core and applied through ``Inventory.assume`` /
 ``observe``. Requests cover every kind, typed / untyped / excluded, in namespaces with and
 without allowances.
 """

@@ -151,15 +151,15 @@ class InventoryMachine(RuleBasedStateMachine):
     # -- pods ------------------------------------------------------------------------------
 
     @rule(target=uids, seed=st.integers(0, 2**32 - 1), ttl=st.sampled_from([None, 5.0, 60.0]))
-    def reserve(self, seed: int, ttl: float | None) -> str:
+    def assume(self, seed: int, ttl: float | None) -> str:
         made = self._valid_assignment(seed)
         uid = self._new_uid()
         if made is None:
             return uid
         assignment, cpu = made
-        self.inv.reserve(PodKey("ns", uid, uid), assignment, cpu_milli=cpu, ttl=ttl)
+        self.inv.assume(PodKey("ns", uid, uid), assignment, cpu_milli=cpu, ttl=ttl)
         holding = self.inv.holding(uid)
-        assert holding is not None and holding.state is HoldingState.RESERVED
+        assert holding is not None and holding.state is HoldingState.ASSUMED
         return uid
 
     @rule(seed=st.integers(0, 2**32 - 1))
@@ -180,7 +180,7 @@ class InventoryMachine(RuleBasedStateMachine):
             if not fit(snap, preq, np.array([row], dtype=np.int64)).fits[0]:
                 break
             uid = self._new_uid()
-            self.inv.reserve(PodKey("ns", uid, uid), assign(snap, preq, row))
+            self.inv.assume(PodKey("ns", uid, uid), assign(snap, preq, row))
 
     @rule(target=uids, seed=st.integers(0, 2**32 - 1))
     def observe_new_pod(self, seed: int) -> str:
@@ -197,14 +197,14 @@ class InventoryMachine(RuleBasedStateMachine):
     def reserve_again(self, uid: str, seed: int) -> None:
         """A pod reserved again replaces its earlier reservation (or is refused intact)."""
         current = self.inv.holding(uid)
-        if current is None or current.state is not HoldingState.RESERVED:
+        if current is None or current.state is not HoldingState.ASSUMED:
             return
         made = self._valid_assignment(seed)
         if made is None:
             return
         assignment, cpu = made
         # the core placed it without releasing the old one first, so it always fits
-        self.inv.reserve(current.key, assignment, cpu_milli=cpu)
+        self.inv.assume(current.key, assignment, cpu_milli=cpu)
         holding = self.inv.holding(uid)
         assert holding is not None and holding.assignment == assignment
 
@@ -220,7 +220,7 @@ class InventoryMachine(RuleBasedStateMachine):
         live = [n for n in NAMES if n in snap.node_index]
         if not live:
             with pytest.raises(UnknownNodeError):
-                self.inv.reserve(PodKey("ns", "x", "x"),
+                self.inv.assume(PodKey("ns", "x", "x"),
                                  Assignment("n0", RequestKind.WHOLE, (GpuGrant(0, 1),)))
             return
         # aim the replica and MIG-overlap cases at nodes where they can happen
@@ -236,18 +236,18 @@ class InventoryMachine(RuleBasedStateMachine):
             # replacing a pod's reservation: releasing it first must not make this valid
             key = PodKey("ns", uid, uid)
         with pytest.raises(CapacityError):
-            self.inv.reserve(key, assignment)
+            self.inv.assume(key, assignment)
         after = self.inv.snapshot()
         assert after is snap and after.generation == snap.generation
         assert same_state(frozen_copy(after), before)
         assert {h.key.uid: h for h in self.inv.holdings()} == holdings_before
 
     @rule(uid=uids)
-    def mark_bound(self, uid: str) -> None:
+    def finish_binding(self, uid: str) -> None:
         before = self.inv.holding(uid)
-        self.inv.mark_bound(uid)
+        self.inv.finish_binding(uid)
         after = self.inv.holding(uid)
-        if before is not None and before.state is HoldingState.RESERVED:
+        if before is not None and before.state is HoldingState.ASSUMED:
             assert after is not None and after.state is HoldingState.BOUND
             assert after.expires_at is None
         else:
@@ -264,9 +264,9 @@ class InventoryMachine(RuleBasedStateMachine):
         assert after is not None and after.state is HoldingState.OBSERVED
 
     @rule(uid=uids)
-    def release(self, uid: str) -> None:
+    def forget(self, uid: str) -> None:
         current = self.inv.holding(uid)
-        released = self.inv.release(uid)
+        released = self.inv.forget(uid)
         expected = current is not None and current.state is not HoldingState.OBSERVED
         assert released is expected
         if expected:
@@ -275,16 +275,16 @@ class InventoryMachine(RuleBasedStateMachine):
             assert self.inv.holding(uid) == current
 
     @rule(uid=consumes(uids))
-    def forget(self, uid: str) -> None:
+    def remove_pod(self, uid: str) -> None:
         known = self.inv.holding(uid) is not None
-        assert self.inv.forget(uid) is known
+        assert self.inv.remove_pod(uid) is known
         assert self.inv.holding(uid) is None
 
     @rule(seconds=st.sampled_from([1.0, 10.0, 100.0]))
     def time_passes_and_reservations_expire(self, seconds: float) -> None:
         self.clock.now += seconds
         due = {h.key.uid for h in self.inv.holdings()
-               if h.state is HoldingState.RESERVED and h.expires_at is not None
+               if h.state is HoldingState.ASSUMED and h.expires_at is not None
                and h.expires_at <= self.clock.now}
         expired = self.inv.expire()
         assert {k.uid for k in expired} == due

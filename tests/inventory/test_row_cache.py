@@ -33,7 +33,7 @@ def test_only_rows_that_changed_are_recomputed() -> None:
     first = inv.snapshot()
     assert first.cache.derive("free", first, compute, rows)[0].tolist() == [32768] * 3
     assert compute.calls == [[0, 1, 2]]  # cold: every row
-    inv.reserve(PodKey("ns", "p", "p"), whole("b", 0))  # row 1 changes
+    inv.assume(PodKey("ns", "p", "p"), whole("b", 0))  # row 1 changes
     second = inv.snapshot()
     assert second.cache.derive("free", second, compute, rows)[0].tolist() == [32768, 16384,
                                                                               32768]
@@ -45,7 +45,7 @@ def test_only_rows_that_changed_are_recomputed() -> None:
 def test_an_older_snapshot_read_after_a_newer_one_gets_its_own_values() -> None:
     inv = inventory(node("a", "t4", 1))
     old = inv.snapshot()
-    inv.reserve(PodKey("ns", "p", "p"), whole("a", 0))
+    inv.assume(PodKey("ns", "p", "p"), whole("a", 0))
     new = inv.snapshot()
     compute = Counting()
     rows = np.zeros(1, dtype=np.int64)

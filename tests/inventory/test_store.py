@@ -68,33 +68,33 @@ def test_reserve_refuses_and_changes_nothing(info: object, assignment: Assignmen
     inv = inventory(info)  # type: ignore[arg-type]
     before = inv.snapshot()
     with pytest.raises(CapacityError, match=message):
-        inv.reserve(KEY, assignment)
+        inv.assume(KEY, assignment)
     assert inv.snapshot() is before and inv.holdings() == []
 
 
 def test_two_mig_instances_may_not_overlap() -> None:
     inv = inventory(node("n", "a100-80gb", 1, mig="dynamic"))
-    inv.reserve(PodKey("ns", "a", "a"), mig_grant("3g.40gb", 4, 4, 40192))
+    inv.assume(PodKey("ns", "a", "a"), mig_grant("3g.40gb", 4, 4, 40192))
     # 1g.10gb at 5 lies in slots 4..7 of the 3g.40gb
     with pytest.raises(CapacityError, match=r"slots 5..5 overlap"):
-        inv.reserve(PodKey("ns", "b", "b"), mig_grant("1g.10gb", 5, 1))
+        inv.assume(PodKey("ns", "b", "b"), mig_grant("1g.10gb", 5, 1))
 
 
 def test_reserve_on_an_unknown_node_raises_unknown_node() -> None:
     with pytest.raises(UnknownNodeError):
-        inventory().reserve(KEY, Assignment("ghost", RequestKind.WHOLE, ()))
+        inventory().assume(KEY, Assignment("ghost", RequestKind.WHOLE, ()))
 
 
 def test_a_refused_replacement_keeps_the_old_reservation() -> None:
     inv = inventory(node("n", "t4", 1))
-    inv.reserve(KEY, Assignment("n", RequestKind.VRAM, (GpuGrant(0, 4096),)))
+    inv.assume(KEY, Assignment("n", RequestKind.VRAM, (GpuGrant(0, 4096),)))
     with pytest.raises(CapacityError):
-        inv.reserve(KEY, Assignment("n", RequestKind.VRAM, (GpuGrant(0, 20000),)))
+        inv.assume(KEY, Assignment("n", RequestKind.VRAM, (GpuGrant(0, 20000),)))
     holding = inv.holding("p")
     assert holding is not None and holding.assignment is not None
     assert holding.assignment.grants[0].vram_mib == 4096
     # replacing it with 16384 fits: the old 4096 is released first
-    inv.reserve(KEY, Assignment("n", RequestKind.VRAM, (GpuGrant(0, 16384),)))
+    inv.assume(KEY, Assignment("n", RequestKind.VRAM, (GpuGrant(0, 16384),)))
     assert int(inv.snapshot().free_mib[0, 0]) == 0
 
 
@@ -110,7 +110,7 @@ def test_static_layouts_are_kept_per_type() -> None:
     result = fit(snap, req, np.array([snap.node_index["big"], snap.node_index["small"]]))
     assert result.units[:, 0].tolist() == [1, 0]
     with pytest.raises(CapacityError, match="may not start at slot 1"):
-        inv.reserve(KEY, Assignment("small", RequestKind.MIG, (GpuGrant(
+        inv.assume(KEY, Assignment("small", RequestKind.MIG, (GpuGrant(
             0, 9856, mig_profile="1g.10gb", mig_start=1, mig_slices=2),)))
 
 
@@ -133,9 +133,9 @@ def test_reservations_expire_unless_bound() -> None:
     inv = inventory(node("n", "t4", 2), clock=lambda: now[0])
     a = Assignment("n", RequestKind.WHOLE, (GpuGrant(0, 16384, whole=True),))
     b = Assignment("n", RequestKind.WHOLE, (GpuGrant(1, 16384, whole=True),))
-    inv.reserve(PodKey("ns", "a", "a"), a, ttl=30)
-    inv.reserve(PodKey("ns", "b", "b"), b, ttl=30)
-    inv.mark_bound("b")
+    inv.assume(PodKey("ns", "a", "a"), a, ttl=30)
+    inv.assume(PodKey("ns", "b", "b"), b, ttl=30)
+    inv.finish_binding("b")
     now[0] = 129.0
     assert inv.expire() == []
     now[0] = 130.0  # 100 + 30: due
@@ -153,8 +153,8 @@ def test_observed_state_is_recorded_even_when_it_overcommits() -> None:
     assert any("already in use" in c for c in report.conflicts)
     assert int(inv.snapshot().free_mib[0, 0]) == -16384
     assert inv.conflicts_total == len(report.conflicts) == 2  # in use; 16384 > 0 free
-    assert not inv.release("a")  # observed holdings are the API's to remove
-    assert inv.forget("a") and inv.forget("b")
+    assert not inv.forget("a")  # observed holdings are the API's to remove
+    assert inv.remove_pod("a") and inv.remove_pod("b")
     assert int(inv.snapshot().free_mib[0, 0]) == 16384
 
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from extender.core.reasons import Reason
 from extender.platform import Platform
 from extender.server.answers import NodeGroup, encode_filter_names, encode_priorities, pick
-from extender.server.evaluate import ReasonMessages, group_failures
+from extender.server.failures import ReasonMessages, group_failures
 from tests.clock import FakeClock
 
 dns_names = st.from_regex(r"[a-z0-9]([a-z0-9.-]{0,20}[a-z0-9])?", fullmatch=True)
@@ -64,7 +64,7 @@ def test_grouping_large_numbers_takes_the_row_path(platform: Platform) -> None:
     service = online_service(platform, FakeApiServer([l4_node("n1")], [vram_pod("p")]),
                              clock=FakeClock())
     snapshot = service.inventory.snapshot()
-    from extender.server.evaluate import Evaluation
+    from extender.scheduling.evaluate import Evaluation
 
     n = 5
     code = np.array([Reason.VRAM_BUSY] * n, dtype=np.int8)

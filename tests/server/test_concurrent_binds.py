@@ -61,7 +61,7 @@ def test_concurrent_binds_keep_every_gpu_invariant(platform: Platform) -> None:
 
     def bind(args: ExtenderBindingArgs) -> str:
         start.wait(timeout=10)  # the first 32 binds leave together
-        return service.binding.bind(args)["Error"]
+        return service.verbs.bind(args)["Error"]
 
     with ThreadPoolExecutor(max_workers=32) as pool:
         futures = [pool.submit(bind, target) for target in targets]
@@ -91,4 +91,4 @@ def expire_reservations(service: ExtenderService) -> None:
     """Prioritize-time holds of pods whose bind failed would expire; drop them now."""
     for holding in service.inventory.holdings():
         if holding.state.value == "reserved":
-            service.inventory.release(holding.key.uid)
+            service.inventory.forget(holding.key.uid)

@@ -71,7 +71,7 @@ def explode(*args: Any, **kwargs: Any) -> Any:
 def test_an_exception_in_filter_becomes_the_error_field(
         client: FlaskClient, offline_service: ExtenderService,
         monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    monkeypatch.setattr(offline_service.verbs._evaluator, "evaluate", explode)
+    monkeypatch.setattr(offline_service.scheduler.evaluator, "evaluate", explode)
     response = client.post("/filter", data=fixture_bytes("filter_typed_nodenames.json"))
     assert response.status_code == 200
     result = response.get_json()
@@ -84,7 +84,7 @@ def test_an_exception_in_filter_becomes_the_error_field(
 def test_an_exception_in_prioritize_gives_no_scores(
         client: FlaskClient, offline_service: ExtenderService,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(offline_service.verbs._strategy, "score", explode)
+    monkeypatch.setattr(offline_service.scheduler.scorer.strategy, "score", explode)
     response = client.post("/prioritize", data=fixture_bytes("filter_typed_nodenames.json"))
     assert response.status_code == 200 and response.get_json() == []
 
@@ -93,7 +93,7 @@ def test_an_exception_in_bind_becomes_the_error_field(
         client: FlaskClient, offline_service: ExtenderService,
         monkeypatch: pytest.MonkeyPatch) -> None:
     client.post("/filter", data=fixture_bytes("filter_typed_nodenames.json"))
-    monkeypatch.setattr(offline_service.binding._binder, "bind", explode)
+    monkeypatch.setattr(offline_service.scheduler.bind._binder, "bind", explode)
     response = client.post("/bind", data=fixture_bytes("bind_typed.json"))
     assert response.status_code == 200
     assert "RuntimeError" in response.get_json()["Error"]

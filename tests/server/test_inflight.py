@@ -59,7 +59,7 @@ def test_the_next_pod_sees_the_previous_pods_reservation(service: ExtenderServic
                                                          api: FakeApiServer) -> None:
     feasible, top = schedule(service, api, "a")
     assert feasible == NAMES
-    assert holder(service, "a").state is HoldingState.RESERVED
+    assert holder(service, "a").state is HoldingState.ASSUMED
     assert holder(service, "a").node == top
     result = service.verbs.filter(args(api, "b")).document()
     other = next(n for n in NAMES if n != top)
@@ -71,7 +71,7 @@ def test_bind_keeps_the_reserved_gpus_and_they_stay_taken(service: ExtenderServi
                                                           api: FakeApiServer) -> None:
     _, top = schedule(service, api, "a")
     reserved = holder(service, "a").assignment
-    assert service.binding.bind(bind_args("a", top)) == {"Error": ""}
+    assert service.verbs.bind(bind_args("a", top)).document() == {"Error": ""}
     assert holder(service, "a").state is HoldingState.BOUND
     assert holder(service, "a").assignment == reserved
     bound = api.get_pod("ml", "a")
@@ -85,7 +85,7 @@ def test_bind_to_another_node_than_reserved_moves_the_hold(service: ExtenderServ
                                                           api: FakeApiServer) -> None:
     _, top = schedule(service, api, "a")
     other = next(n for n in NAMES if n != top)
-    assert service.binding.bind(bind_args("a", other)) == {"Error": ""}
+    assert service.verbs.bind(bind_args("a", other)).document() == {"Error": ""}
     assert holder(service, "a").node == other
     assert service.verbs.filter(args(api, "b")).document()["NodeNames"] == [top]
 
@@ -112,18 +112,18 @@ def test_rescheduling_a_pod_drops_its_own_stale_hold(service: ExtenderService,
 def test_a_retried_bind_succeeds_without_a_second_hold(service: ExtenderService,
                                                        api: FakeApiServer) -> None:
     _, top = schedule(service, api, "a")
-    assert service.binding.bind(bind_args("a", top)) == {"Error": ""}
-    assert service.binding.bind(bind_args("a", top)) == {"Error": ""}
+    assert service.verbs.bind(bind_args("a", top)).document() == {"Error": ""}
+    assert service.verbs.bind(bind_args("a", top)).document() == {"Error": ""}
     assert len([h for h in service.inventory.holdings() if h.key.name == "a"]) == 1
     other = next(n for n in NAMES if n != top)
-    error = service.binding.bind(bind_args("a", other))["Error"]
+    error = service.verbs.bind(bind_args("a", other))["Error"]
     assert f"already bound to node {top}" in error
 
 
 def test_a_bind_that_no_longer_fits_is_refused_and_counted(service: ExtenderService,
                                                            api: FakeApiServer) -> None:
-    assert service.binding.bind(bind_args("a", "n1")) == {"Error": ""}
-    error = service.binding.bind(bind_args("b", "n1"))["Error"]
+    assert service.verbs.bind(bind_args("a", "n1")).document() == {"Error": ""}
+    error = service.verbs.bind(bind_args("b", "n1"))["Error"]
     assert error.startswith("no longer fits on n1:")
     assert holder(service, "b") is None
     assert b"gpu_extender_bind_conflicts_total 1.0" in service.metrics.exposition()
@@ -135,7 +135,7 @@ def test_an_api_failure_releases_the_reservation(service: ExtenderService,
                                                  api: FakeApiServer) -> None:
     _, top = schedule(service, api, "a")
     api.fail_bindings.add("a")
-    error = service.binding.bind(bind_args("a", top))["Error"]
+    error = service.verbs.bind(bind_args("a", top))["Error"]
     assert "injected binding failure" in error
     assert holder(service, "a") is None
     assert service.verbs.filter(args(api, "b")).document()["NodeNames"] == NAMES
@@ -143,14 +143,14 @@ def test_an_api_failure_releases_the_reservation(service: ExtenderService,
 
 
 def test_binding_an_unknown_pod_or_node_is_an_error(service: ExtenderService) -> None:
-    assert "not found" in service.binding.bind(bind_args("ghost", "n1"))["Error"]
+    assert "not found" in service.verbs.bind(bind_args("ghost", "n1"))["Error"]
     assert "not in the GPU inventory" in \
-        service.binding.bind(bind_args("a", "nowhere"))["Error"]
+        service.verbs.bind(bind_args("a", "nowhere"))["Error"]
 
 
 def test_a_recreated_pod_is_not_bound(service: ExtenderService, api: FakeApiServer) -> None:
     stale = ExtenderBindingArgs(PodName="a", PodNamespace="ml", PodUID="old-uid", Node="n1")
-    assert "recreated" in service.binding.bind(stale)["Error"]
+    assert "recreated" in service.verbs.bind(stale)["Error"]
 
 
 def test_a_pod_without_gpus_is_bound_like_the_default_binder(
@@ -160,6 +160,6 @@ def test_a_pod_without_gpus_is_bound_like_the_default_binder(
     api = FakeApiServer([l4_node("n1")], [make_pod("web").namespace("ml").container(
         {"cpu": "1"}).obj()])
     service = online_service(platform, api)
-    assert service.binding.bind(bind_args("web", "n1")) == {"Error": ""}
+    assert service.verbs.bind(bind_args("web", "n1")).document() == {"Error": ""}
     assert api.get_pod("ml", "web")["spec"]["nodeName"] == "n1"
     assert "annotations" not in api.get_pod("ml", "web")["metadata"]

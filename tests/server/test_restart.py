@@ -27,9 +27,9 @@ def test_a_fresh_process_rebuilds_the_same_allocation(platform: Platform) -> Non
         args = ExtenderArgs(Pod=api.get_pod("ml", meta["name"]), Nodes=None, NodeNames=names)
         assert service.verbs.filter(args).document()["NodeNames"]
         top = max(service.verbs.prioritize(args).document(), key=lambda s: s["Score"])["Host"]
-        result = service.binding.bind(ExtenderBindingArgs(
+        result = service.verbs.bind(ExtenderBindingArgs(
             PodName=meta["name"], PodNamespace="ml", PodUID=meta["uid"], Node=top))
-        assert result == {"Error": ""}
+        assert result.document() == {"Error": ""}
     # a pod another scheduler bound (no annotation), seen through the watch
     foreign = make_pod("foreign").namespace("batch").gpus(2).node_name("l4-1") \
         .phase("Running").obj()
@@ -41,7 +41,7 @@ def test_a_fresh_process_rebuilds_the_same_allocation(platform: Platform) -> Non
     api.add_pod(done)
     service.applier.pod_event("ADDED", api.get_pod("batch", "done"))
 
-    assert all(h.state is not HoldingState.RESERVED for h in service.inventory.holdings())
+    assert all(h.state is not HoldingState.ASSUMED for h in service.inventory.holdings())
     assert_gpu_invariants(list(api.pods.values()), service.inventory)
 
     restarted = online_service(platform, api)
@@ -68,4 +68,4 @@ def test_a_reservation_without_a_bind_does_not_survive_a_restart(platform: Platf
     assert restarted.inventory.holding("uid-w0") is None
     # kube retries the bind after the restart: the new process assigns on the spot
     bind = ExtenderBindingArgs(PodName="w0", PodNamespace="ml", PodUID="uid-w0", Node="l4-0")
-    assert restarted.binding.bind(bind) == {"Error": ""}
+    assert restarted.verbs.bind(bind).document() == {"Error": ""}

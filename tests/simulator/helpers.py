@@ -64,7 +64,7 @@ def place(inv: Inventory, node_name: str, request: GpuRequest, slot: int | None 
     assignment = assign(snap, preq(request, cpu), row,
                         order=None if slot is None else [slot])
     uid = f"uid-{next(_uids)}"
-    inv.reserve(PodKey("test", uid, uid), assignment, cpu_milli=cpu)
+    inv.assume(PodKey("test", uid, uid), assignment, cpu_milli=cpu)
 
 
 def score(name: str, inv: Inventory, request: GpuRequest, cpu: int = 0,

@@ -115,12 +115,12 @@ def test_finished_and_deleted_pods_are_forgotten(platform: Platform) -> None:
 def test_events_of_an_unbound_pod_never_drop_a_live_reservation(platform: Platform) -> None:
     inventory, applier = setup(platform, l4_node("n1"))
     key = PodKey("ml", "p", UID)
-    inventory.reserve(key, l4_assignment("n1", 0), ttl=30)
+    inventory.assume(key, l4_assignment("n1", 0), ttl=30)
     pending = make_pod("p").namespace("ml").uid(UID).gpus(1).obj()
     applier.pod_event("MODIFIED", pending)  # e.g. our own annotation patch
     holding = inventory.holding(UID)
-    assert holding is not None and holding.state is HoldingState.RESERVED
-    inventory.mark_bound(UID)
+    assert holding is not None and holding.state is HoldingState.ASSUMED
+    inventory.finish_binding(UID)
     applier.pod_event("MODIFIED", pending)  # a stale event from before the Binding
     holding = inventory.holding(UID)
     assert holding is not None and holding.state is HoldingState.BOUND
@@ -165,13 +165,13 @@ def test_a_deleted_node_keeps_its_pods_until_it_returns(platform: Platform) -> N
 def test_relisting_pods_repairs_drift_and_keeps_reservations(platform: Platform) -> None:
     inventory, applier = setup(platform, l4_node("n1"), t4_node("t1"))
     applier.pod_event("ADDED", bound_pod("n1", 1, l4_assignment("n1", 0), name="gone"))
-    inventory.reserve(PodKey("ml", "inflight", "uid-ml-inflight"), l4_assignment("n1", 3),
+    inventory.assume(PodKey("ml", "inflight", "uid-ml-inflight"), l4_assignment("n1", 3),
                       ttl=30)
     repairs = applier.replace_pods([bound_pod("n1", 1, l4_assignment("n1", 1), name="new")])
     assert repairs["pods_removed"] == 1 and repairs["pods_added"] == 1
     assert inventory.holding("uid-ml-gone") is None
     held = inventory.holding("uid-ml-inflight")
-    assert held is not None and held.state is HoldingState.RESERVED
+    assert held is not None and held.state is HoldingState.ASSUMED
     assert free_gpus(inventory, "n1") == [0, 2]
 
 

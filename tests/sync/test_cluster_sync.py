@@ -52,7 +52,7 @@ def test_ready_after_both_lists_then_binds_are_observed_through_the_watch(
     service.verbs.prioritize(ExtenderArgs(Pod=args["Pod"], Nodes=None,
                                           NodeNames=["l4-0", "t4-0"]))
     bind = ExtenderBindingArgs(PodName="new", PodNamespace="ml", PodUID="uid-new", Node="l4-0")
-    assert service.binding.bind(bind) == {"Error": ""}
+    assert service.verbs.bind(bind).document() == {"Error": ""}
 
     def observed() -> bool:
         holding = service.inventory.holding("uid-new")

@@ -1,0 +1,159 @@
+"""Bind: re-check, pin, persist, bind; forget the hold on any failure.
+
+kube-scheduler binds in one goroutine per pod, so binds arrive concurrently. The decision (is
+the pod's assumed hold on the chosen node? if not, which GPUs there?) and the inventory write
+(``pin`` of the hold prioritize assumed, or a strict ``assume`` of a fresh choice) happen under
+one lock, so two binds can never take the same whole GPU or more VRAM than a GPU has; the API
+calls (annotate, Binding) run outside it, protected by the hold, so slow API round trips of
+different pods overlap.
+
+A fresh choice fits the node again under the lock (``assign`` without the row's fit in hand):
+the snapshot is newer than any fit the cycle holds, and another pod's bind may just have taken
+the GPUs.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from enum import Enum
+
+from extender.apiserver.binder import Binder
+from extender.apiserver.client import PodWriter
+from extender.apiserver.errors import KubeError
+from extender.core.assign import NoFitError, assign
+from extender.errors import CapacityError, ExtenderError, UnknownNodeError
+from extender.inventory.store import HoldingState, Inventory
+from extender.model import Assignment, PodKey
+from extender.scheduling.cycle import CycleTable, PodCycle
+from extender.scheduling.mix import PlacedPods
+from extender.scheduling.outcome import Decision
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class BindOutcome:
+    decision: Decision
+    error: str = ""
+    """The message for kube-scheduler ('' on success)."""
+
+
+class _RefusedError(ExtenderError):
+    def __init__(self, message: str, decision: Decision) -> None:
+        self.decision = decision
+        super().__init__(message)
+
+
+class _Backing(Enum):
+    """What backs the GPUs the bind goes ahead with."""
+
+    NOTHING = "nothing"
+    """The pod holds no GPU: bound like the default binder would."""
+    OUR_HOLD = "our hold"
+    """A hold of ours (pinned or assumed here): forgotten if the bind fails."""
+    ALREADY_BOUND = "already bound"
+    """A retried bind: the pod is bound (or observed) on that node already."""
+
+
+@dataclass(frozen=True)
+class _Decision:
+    assignment: Assignment | None
+    backing: _Backing
+
+
+class Bind:
+    def __init__(self, inventory: Inventory, cycles: CycleTable, binder: Binder,
+                 api: PodWriter, placed: PlacedPods) -> None:
+        self._inventory = inventory
+        self._cycles = cycles
+        self._binder = binder
+        self._api = api
+        self._placed = placed
+        self._lock = threading.Lock()
+
+    def __call__(self, key: PodKey, node: str) -> BindOutcome:
+        try:
+            # Looked up before taking the lock: an API round trip (after a restart the pod
+            # is not cached) must not hold up the other binds.
+            cycle = self._cycle(key)
+            with self._lock:
+                decision = self._decide(key, node, cycle)
+        except _RefusedError as exc:
+            self._binder.warn(key, "GpuBindRefused", str(exc))
+            return BindOutcome(exc.decision, str(exc))
+        except KubeError as exc:  # looking the pod up failed
+            return BindOutcome(Decision.API_ERROR, f"cannot read pod {key}: {exc}")
+        ours = decision.backing is _Backing.OUR_HOLD
+        completed = False
+        try:
+            self._binder.bind(key, node, decision.assignment)
+            completed = True
+        except KubeError as exc:
+            _log.warning("bind failed", extra={"fields": {"pod": str(key), "node": node,
+                                                           "error": str(exc)}})
+            self._binder.warn(key, "GpuBindFailed", f"binding to {node} failed: {exc}")
+            return BindOutcome(Decision.API_ERROR, f"binding {key} to {node} failed: {exc}")
+        finally:
+            if not completed and ours:
+                self._inventory.forget(key.uid)
+        self._inventory.finish_binding(key.uid)
+        pod = cycle.pod
+        if pod.request is not None:
+            self._placed.placed(key.uid, pod.request, pod.cpu_milli, pod.memory_mib)
+        if decision.backing is _Backing.ALREADY_BOUND:
+            return BindOutcome(Decision.ALREADY_BOUND)
+        return BindOutcome(Decision.BOUND)
+
+    def _decide(self, key: PodKey, node: str, cycle: PodCycle) -> _Decision:
+        pod = cycle.pod
+        holding = self._inventory.holding(key.uid)
+        if holding is not None and holding.state is not HoldingState.ASSUMED:
+            if holding.node == node:
+                return _Decision(holding.assignment, _Backing.ALREADY_BOUND)
+            raise _RefusedError(f"pod {key} is already bound to node {holding.node}",
+                           Decision.REFUSED)
+        if pod.request is None:
+            if pod.error is not None:
+                raise _RefusedError(pod.error, Decision.INVALID_REQUEST)
+            return _Decision(None, _Backing.NOTHING)
+        # Keep the GPUs prioritize chose, and pin them (no TTL) while the bind runs. The pin
+        # fails if the hold expired just now and was swept: choose again.
+        if holding is not None and holding.node == node and holding.assignment is not None \
+                and self._inventory.pin(key.uid, holding.assignment):
+            return _Decision(holding.assignment, _Backing.OUR_HOLD)
+        holding = self._inventory.holding(key.uid)
+        if holding is not None:
+            self._inventory.forget(key.uid)  # held elsewhere: kube chose another node
+            cycle.held = None
+        assert pod.placement is not None
+        # A prioritize of another pod may assume between our snapshot and our assume (it does
+        # not take this lock): the strict assume notices, and one more look settles it.
+        for attempt in range(2):
+            snapshot = self._inventory.snapshot()
+            row = snapshot.node_index.get(node)
+            if row is None:
+                raise _RefusedError(f"node {node} is not in the GPU inventory", Decision.REFUSED)
+            try:
+                assignment = assign(snapshot, pod.placement, row)
+                self._inventory.assume(key, assignment, cpu_milli=pod.cpu_milli,
+                                       memory_mib=pod.memory_mib, ttl=None)
+                cycle.held = assignment
+                return _Decision(assignment, _Backing.OUR_HOLD)
+            except (NoFitError, CapacityError, UnknownNodeError) as exc:
+                if attempt == 1 or isinstance(exc, NoFitError):
+                    raise _RefusedError(f"no longer fits on {node}: {exc}",
+                                   Decision.CONFLICT) from exc
+        raise AssertionError("unreachable")
+
+    def _cycle(self, key: PodKey) -> PodCycle:
+        """The pod's cycle as filter started it, else one started from the API's pod."""
+        known = self._cycles.get(key.uid)
+        if known is not None and known.pod.key == key:
+            return known
+        cycle = self._cycles.cycle(self._api.get_pod(key.namespace, key.name))
+        if cycle.pod.key.uid != key.uid:
+            raise _RefusedError(f"pod {key} was recreated (uid {cycle.pod.key.uid}, expected "
+                           f"{key.uid})", Decision.REFUSED)
+        return cycle

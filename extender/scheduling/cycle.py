@@ -1,0 +1,142 @@
+"""One pod's scheduling cycle: kube-scheduler's ``CycleState`` for a stateless protocol.
+
+kube-scheduler sends the same pod to filter, then to prioritize, and bind only names it. A
+``PodCycle`` is what the extender knows about that pod between the calls, written once per step
+and read by the next:
+
+============  ===========  ================================================================
+field         written by   valid while
+============  ===========  ================================================================
+``pod``       first call   the pod's (UID, resourceVersion): a new version starts a new cycle
+``fit``       filter       the inventory generation it was computed at (``FitMemo``)
+``scores``    prioritize   the same generation as ``fit``
+``held``      prioritize,  a record of what the cycle assumed last; cleared when the cycle
+              bind         forgets it (a new filter, bind choosing another node), not on TTL
+============  ===========  ================================================================
+
+The inventory, not the cycle, is where a hold takes effect (other pods' cycles must see it):
+``held`` records what this cycle assumed; bind reads the inventory's holding.
+
+``CycleTable`` keeps the cycles by UID (an LRU of ``capacity``); fit and scores are arrays over
+the candidate nodes, so only the ``heavy_capacity`` most recent cycles keep them.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from extender.core.fit import FitResult
+from extender.core.scoring.base import ScoreResult
+from extender.model import Assignment
+from extender.platform import Platform
+from extender.scheduling.pods import DecodedPod, decode_pod, pod_key, resource_version
+
+
+@dataclass(frozen=True, eq=False)
+class FitMemo:
+    """A ``FitResult`` and the generation it holds at."""
+
+    generation: int
+    result: FitResult
+    position_of_row: npt.NDArray[np.int64]
+    """(n_nodes,) position in ``result`` of each snapshot row, -1 if not evaluated."""
+
+    def subset(self, n_nodes: int, generation: int,
+               rows: npt.NDArray[np.int64]) -> FitResult | None:
+        """The fit of ``rows``, if this memo covers them at ``generation``."""
+        if generation != self.generation or self.position_of_row.shape[0] != n_nodes:
+            return None
+        positions = self.position_of_row[rows]
+        if len(rows) and int(positions.min()) < 0:
+            return None
+        result = self.result
+        if len(positions) == len(result.rows) and np.array_equal(
+                positions, np.arange(len(positions))):
+            return result
+        return FitResult(rows=rows, code=result.code[positions],
+                         params=result.params[positions], units=result.units[positions])
+
+    @classmethod
+    def of(cls, n_nodes: int, generation: int, result: FitResult) -> FitMemo:
+        position_of_row = np.full(n_nodes, -1, dtype=np.int64)
+        position_of_row[result.rows] = np.arange(len(result.rows), dtype=np.int64)
+        return cls(generation, result, position_of_row)
+
+
+@dataclass(eq=False)
+class PodCycle:
+    pod: DecodedPod
+    fit: FitMemo | None = None
+    scores: ScoreResult | None = None
+    held: Assignment | None = None
+
+
+class CycleTable:
+    def __init__(self, platform: Platform, *, capacity: int = 4096, heavy_capacity: int = 16,
+                 on_new_pod: Callable[[Mapping[str, Any]], None] | None = None) -> None:
+        """``on_new_pod``: called with the pod object the first time its UID is seen (the
+        offline cluster admits it, so bind can find it)."""
+        self._platform = platform
+        self._capacity = capacity
+        self._heavy_capacity = heavy_capacity
+        self._on_new_pod = on_new_pod
+        self._lock = threading.Lock()
+        self._by_uid: OrderedDict[str, PodCycle] = OrderedDict()
+        self._heavy: OrderedDict[int, PodCycle] = OrderedDict()  # id(cycle) -> cycle
+
+    def cycle(self, pod: Mapping[str, Any]) -> PodCycle:
+        """The pod's current cycle, started (decoded) on its first call or a new version."""
+        key = pod_key(pod)
+        version = resource_version(pod)
+        table_key = key.uid or str(key)
+        with self._lock:
+            known = self._by_uid.get(table_key)
+            if known is not None and known.pod.resource_version == version and \
+                    known.pod.key == key:
+                self._by_uid.move_to_end(table_key)
+                return known
+        cycle = PodCycle(decode_pod(self._platform, pod, key, version))
+        with self._lock:
+            first_sight = table_key not in self._by_uid
+            self._by_uid[table_key] = cycle
+            self._by_uid.move_to_end(table_key)
+            while len(self._by_uid) > self._capacity:
+                self._by_uid.popitem(last=False)
+        if first_sight and self._on_new_pod is not None:
+            self._on_new_pod(pod)
+        return cycle
+
+    def detached(self, pod: Mapping[str, Any]) -> PodCycle:
+        """A cycle that is not kept (explain: it must leave no trace)."""
+        key = pod_key(pod)
+        return PodCycle(decode_pod(self._platform, pod, key, resource_version(pod)))
+
+    def get(self, uid: str) -> PodCycle | None:
+        with self._lock:
+            return self._by_uid.get(uid)
+
+    def remember_fit(self, cycle: PodCycle, memo: FitMemo) -> None:
+        """Store a fit on ``cycle``; the least recent heavy cycle beyond ``heavy_capacity``
+        drops its fit and scores."""
+        cycle.fit = memo
+        cycle.scores = None
+        with self._lock:
+            self._heavy[id(cycle)] = cycle
+            self._heavy.move_to_end(id(cycle))
+            while len(self._heavy) > self._heavy_capacity:
+                _, old = self._heavy.popitem(last=False)
+                old.fit = None
+                old.scores = None
+
+
+class HoldEvents(Protocol):
+    """What the cycle reports about holds (``ExtenderMetrics`` is one)."""
+
+    def reservation(self, event: str, count: int = 1) -> None: ...

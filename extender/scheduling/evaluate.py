@@ -1,0 +1,106 @@
+"""One pod against a list of node names, vectorized: the read path shared by filter,
+prioritize and explain.
+
+Costs that matter at thousands of nodes, and what is done about them:
+
+- names -> snapshot rows: one ``map(dict.get)`` into ``np.fromiter`` (no Python loop body);
+- the fit kernel: prioritize follows filter for the same pod on (a subset of) the same nodes,
+  usually at the same inventory generation, so the filter's fit is kept on the pod's cycle
+  (``PodCycle.fit``) and sliced instead of recomputed;
+- template nodes (the ``Nodes`` form: nodes the inventory does not know) are fitted on a
+  scratch snapshot (``templates``), the same way for every verb.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from itertools import repeat
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from extender.core.fit import FitResult, fit
+from extender.core.reasons import VERDICT_BY_CODE, Reason
+from extender.core.request import PlacementRequest
+from extender.inventory.snapshot import ClusterSnapshot
+from extender.platform import Platform
+from extender.scheduling.cycle import CycleTable, FitMemo, PodCycle
+from extender.scheduling.templates import TemplateFit, fit_templates
+
+
+@dataclass(frozen=True, eq=False)
+class Evaluation:
+    """Per name (in request order): the reason code, its numbers and the verdict. ``fit``
+    covers the names the inventory knows, at positions ``known`` of ``names``; ``templates``
+    the template nodes among the others (``None``: no Node objects were sent)."""
+
+    snapshot: ClusterSnapshot
+    names: Sequence[str]
+    code: npt.NDArray[np.int8]
+    params: npt.NDArray[np.int64]
+    fit: FitResult
+    known: npt.NDArray[np.int64]
+    templates: TemplateFit | None = None
+
+    @property
+    def fits(self) -> npt.NDArray[np.bool_]:
+        return self.code == Reason.FITS
+
+    @property
+    def verdict(self) -> npt.NDArray[np.int8]:
+        return VERDICT_BY_CODE[self.code]
+
+
+class Evaluator:
+    def __init__(self, platform: Platform, cycles: CycleTable, *,
+                 check_cpu_memory: bool = False) -> None:
+        self._platform = platform
+        self._cycles = cycles
+        self._check_cpu_memory = check_cpu_memory
+        self.fit_cache_hits = 0
+        """Calls that reused the cycle's fit instead of recomputing it (a benign race)."""
+
+    def evaluate(self, snapshot: ClusterSnapshot, placement: PlacementRequest,
+                 names: Sequence[str], *, cycle: PodCycle | None = None,
+                 nodes: Sequence[Mapping[str, Any]] | None = None) -> Evaluation:
+        """``cycle``: reuse (and keep) its fit; ``nodes``: the Node objects of ``names``, if
+        the call sent them (unknown ones are judged as templates)."""
+        n = len(names)
+        all_rows = np.fromiter(map(snapshot.node_index.get, names, repeat(-1)),
+                               dtype=np.int64, count=n)
+        known_mask = all_rows >= 0
+        all_known = bool(known_mask.all())
+        known = np.arange(n, dtype=np.int64) if all_known else np.flatnonzero(known_mask)
+        rows = all_rows if all_known else all_rows[known]
+        result = self._fit(snapshot, placement, rows, cycle)
+        templates = None
+        if all_known:
+            code, params = result.code, result.params
+        else:
+            code = np.full(n, Reason.UNKNOWN_NODE, dtype=np.int8)
+            params = np.zeros((n, 3), dtype=np.int64)
+            code[known] = result.code
+            params[known] = result.params
+            if nodes is not None:
+                unknown = np.flatnonzero(~known_mask)
+                templates = fit_templates(self._platform, placement,
+                                          [nodes[i] for i in unknown.tolist()], unknown)
+                code[unknown] = templates.fit.code
+                params[unknown] = templates.fit.params
+        return Evaluation(snapshot, names, code, params, result, known, templates)
+
+    def _fit(self, snapshot: ClusterSnapshot, placement: PlacementRequest,
+             rows: npt.NDArray[np.int64], cycle: PodCycle | None) -> FitResult:
+        memo = cycle.fit if cycle is not None else None
+        if memo is not None:
+            cached = memo.subset(snapshot.n_nodes, snapshot.generation, rows)
+            if cached is not None:
+                self.fit_cache_hits += 1
+                return cached
+        result = fit(snapshot, placement, rows, check_cpu_memory=self._check_cpu_memory)
+        if cycle is not None:
+            self._cycles.remember_fit(cycle, FitMemo.of(snapshot.n_nodes,
+                                                        snapshot.generation, result))
+        return result

@@ -1,0 +1,63 @@
+"""A pod as one scheduling cycle sees it: decoded once, its GPU request resolved once.
+
+``decode_pod`` runs the platform's ``PodDecoder`` once and resolves the ``PlacementRequest``
+(type masks, protection) once; an invalid request keeps the decoder's own message, so nothing
+is decoded a second time to recover it. The pod's key is built once, here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from extender.core.request import PlacementRequest
+from extender.model import ANNOTATION_ASSIGNED, GpuRequest, PodKey
+from extender.platform import Platform
+
+_ANNOTATION_PROBLEM = f"metadata.annotations[{ANNOTATION_ASSIGNED}]"
+
+
+@dataclass(frozen=True, eq=False)
+class DecodedPod:
+    key: PodKey
+    resource_version: str
+    request: GpuRequest | None
+    """``None``: the pod asks for no GPU (or its request is invalid, see ``error``)."""
+    placement: PlacementRequest | None
+    """The request resolved against the catalog and protection; ``None`` with ``request``."""
+    error: str | None
+    """Why the GPU request is invalid (``None`` when it is fine)."""
+    cpu_milli: int
+    memory_mib: int
+    node_name: str
+
+
+def pod_key(pod: Mapping[str, Any]) -> PodKey:
+    meta = pod.get("metadata") or {}
+    return PodKey(str(meta.get("namespace") or ""), str(meta.get("name") or ""),
+                  str(meta.get("uid") or ""))
+
+
+def resource_version(pod: Mapping[str, Any]) -> str:
+    return str((pod.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def decode_pod(platform: Platform, pod: Mapping[str, Any], key: PodKey,
+               version: str) -> DecodedPod:
+    """Decode ``pod`` (whose ``key`` and ``version`` the caller already read)."""
+    info = platform.pods.decode(pod)
+    error = None
+    if info.request is None:
+        # The decoder records a bad request first; a bad annotation alone (our own, on a pod
+        # that asks for no GPU) is not the request's fault.
+        request_problems = [p for p in info.problems if not p.startswith(_ANNOTATION_PROBLEM)]
+        if request_problems:
+            error = f"invalid GPU request: {request_problems[0]}"
+    placement = None
+    if info.request is not None:
+        placement = platform.placement_request(
+            info.request, namespace=key.namespace, cpu_milli=info.cpu_milli,
+            memory_mib=info.memory_mib)
+    return DecodedPod(key, version, info.request, placement, error, info.cpu_milli,
+                      info.memory_mib, info.node_name)

@@ -1,0 +1,127 @@
+"""Prioritize: score the nodes that fit, and hold the GPUs of the best one.
+
+kube-scheduler starts the next pod's cycle before this pod's bind lands, and that next filter
+must already see these GPUs as taken: so the best node's GPUs are assumed in the inventory
+(``ASSUMED``, with a TTL) and the bind keeps them if kube-scheduler agrees.
+
+Writes: the cycle's fit (if the generation moved since filter), its scores and its held
+assignment; the inventory's assumed holding; expired holds (``Expiry``).
+Template nodes (the ``Nodes`` form) are judged as filter judges them and scored on their scratch
+snapshot; they cannot be held (they do not exist yet).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from extender.core.assign import NoFitError
+from extender.core.fit import FitResult
+from extender.core.request import PlacementRequest
+from extender.core.scoring.base import ScoreResult, Strategy
+from extender.errors import CapacityError, UnknownNodeError
+from extender.inventory.snapshot import ClusterSnapshot
+from extender.inventory.store import Inventory
+from extender.scheduling.cycle import CycleTable, HoldEvents, PodCycle
+from extender.scheduling.evaluate import Evaluation, Evaluator
+from extender.scheduling.expiry import Expiry
+from extender.scheduling.outcome import Decision
+from extender.scheduling.place import place
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, eq=False)
+class PrioritizeOutcome:
+    decision: Decision
+    cycle: PodCycle
+    scores: npt.NDArray[np.float64] | None = None
+    """(len(names),) strategy scores in [0, 100], 0 where the node does not fit (``SCORED``)."""
+
+
+class Scorer:
+    """The strategy behind a lock: strategies keep caches (the fragmentation model); scoring
+    is serial per scheduler anyway, the lock only matters for a second scheduler or the debug
+    endpoint."""
+
+    def __init__(self, strategy: Strategy) -> None:
+        self.strategy = strategy
+        self._lock = threading.Lock()
+
+    def score(self, snapshot: ClusterSnapshot, placement: PlacementRequest,
+              fit: FitResult) -> ScoreResult:
+        with self._lock:
+            return self.strategy.score(snapshot, placement, fit)
+
+    def scores_of(self, evaluation: Evaluation, placement: PlacementRequest
+                  ) -> tuple[ScoreResult, npt.NDArray[np.float64]]:
+        """The strategy's result on the known nodes, and a score per name (0: no fit;
+        template nodes scored on their own snapshot)."""
+        result = self.score(evaluation.snapshot, placement, evaluation.fit)
+        scores = np.zeros(len(evaluation.names), dtype=np.float64)
+        scores[evaluation.known[np.flatnonzero(evaluation.fit.fits)]] = result.scores
+        templates = evaluation.templates
+        if templates is not None and templates.fit.fits.any():
+            judged = self.score(templates.snapshot, placement, templates.fit)
+            scores[templates.positions[np.flatnonzero(templates.fit.fits)]] = judged.scores
+        return result, scores
+
+
+class Prioritize:
+    def __init__(self, inventory: Inventory, cycles: CycleTable, evaluator: Evaluator,
+                 expiry: Expiry, scorer: Scorer, *, events: HoldEvents,
+                 reservation_ttl: float) -> None:
+        self._inventory = inventory
+        self._cycles = cycles
+        self._evaluator = evaluator
+        self._expiry = expiry
+        self._scorer = scorer
+        self._events = events
+        self._ttl = reservation_ttl
+
+    def __call__(self, pod_object: Mapping[str, Any], names: Sequence[str],
+                 nodes: Sequence[Mapping[str, Any]] | None = None) -> PrioritizeOutcome:
+        cycle = self._cycles.cycle(pod_object)
+        pod = cycle.pod
+        if pod.placement is None:
+            return PrioritizeOutcome(
+                Decision.INVALID_REQUEST if pod.error is not None else Decision.PASSTHROUGH,
+                cycle)
+        if not self._inventory.has_synced():
+            return PrioritizeOutcome(Decision.NOT_SYNCED, cycle)
+        self._expiry.tick()
+        evaluation = self._evaluator.evaluate(
+            self._inventory.snapshot(), pod.placement, names,
+            cycle=cycle if pod.key.uid else None, nodes=nodes)
+        result, scores = self._scorer.scores_of(evaluation, pod.placement)
+        cycle.scores = result
+        self._hold_best(cycle, evaluation, result)
+        return PrioritizeOutcome(Decision.SCORED, cycle, scores)
+
+    def _hold_best(self, cycle: PodCycle, evaluation: Evaluation, result: ScoreResult) -> None:
+        """Assume the GPUs the top-scored node would give the pod (the bind keeps them if
+        kube-scheduler agrees, or chooses again on the node it picked)."""
+        pod = cycle.pod
+        if not pod.key.uid:
+            return
+        assert pod.placement is not None
+        try:
+            placement = place(evaluation.snapshot, pod.placement, evaluation.fit, result)
+            if placement is None:
+                return
+            self._inventory.assume(pod.key, placement.assignment, cpu_milli=pod.cpu_milli,
+                                   memory_mib=pod.memory_mib, ttl=self._ttl)
+        except (NoFitError, CapacityError, UnknownNodeError) as exc:
+            # A concurrent bind took the GPUs since the snapshot: the bind will choose.
+            self._events.reservation("skipped")
+            _log.debug("no reservation", extra={"fields": {"pod": str(pod.key),
+                                                            "reason": str(exc)}})
+            return
+        cycle.held = placement.assignment
+        self._events.reservation("placed")

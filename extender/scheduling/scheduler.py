@@ -1,0 +1,87 @@
+"""The scheduling cycle's composition: one object per service, the three steps over shared
+per-pod cycles.
+
+Lock order (a lock may be held while taking the ones after it, never the reverse):
+
+- bind: ``Bind._lock`` -> ``Inventory._lock`` (an RLock); the API calls run after both;
+- prioritize and explain: ``Scorer._lock`` -> ``RowCache._lock`` and ``WorkloadMix._lock``
+  (the strategy reads its row cache and the mix);
+- sync: ``InventoryApplier._lock`` -> ``Inventory._lock``, and -> ``PlacedPods._lock``, then
+  ``WorkloadMix._lock`` (``on_placed``); offline, ``OfflineCluster._lock`` is released before
+  it calls the applier;
+- ``CycleTable._lock`` and ``PlacedPods._lock`` are leaves: nothing is called while they are
+  held (``on_new_pod`` and ``WorkloadMix.observe`` run after they are released).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from extender.apiserver.binder import Binder
+from extender.apiserver.client import PodWriter
+from extender.core.scoring.base import ScoreResult
+from extender.core.workload import WorkloadMix
+from extender.inventory.snapshot import ClusterSnapshot
+from extender.inventory.store import Inventory
+from extender.model import PodInfo
+from extender.platform import Platform
+from extender.scheduling.bind import Bind
+from extender.scheduling.cycle import CycleTable, HoldEvents, PodCycle
+from extender.scheduling.evaluate import Evaluation, Evaluator
+from extender.scheduling.expiry import Expiry
+from extender.scheduling.filter import Filter
+from extender.scheduling.mix import PlacedPods
+from extender.scheduling.prioritize import Prioritize, Scorer
+
+
+@dataclass(frozen=True, eq=False)
+class Explanation:
+    """Everything ``explain`` shows, computed without a trace (no cycle kept, no hold)."""
+
+    cycle: PodCycle
+    snapshot: ClusterSnapshot
+    names: Sequence[str]
+    evaluation: Evaluation | None
+    result: ScoreResult | None
+
+
+class Scheduler:
+    def __init__(self, platform: Platform, inventory: Inventory, workload: WorkloadMix,
+                 api: PodWriter, events: HoldEvents, *, reservation_ttl: float,
+                 check_cpu_memory: bool = False,
+                 on_new_pod: Callable[[Mapping[str, Any]], None] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.inventory = inventory
+        self.cycles = CycleTable(platform, on_new_pod=on_new_pod)
+        self.evaluator = Evaluator(platform, self.cycles, check_cpu_memory=check_cpu_memory)
+        self.scorer = Scorer(platform.strategy(workload=workload))
+        self.placed = PlacedPods(workload)
+        expiry = Expiry(inventory, events, clock)
+        self.filter = Filter(inventory, self.cycles, self.evaluator, expiry, events)
+        self.prioritize = Prioritize(inventory, self.cycles, self.evaluator, expiry,
+                                     self.scorer, events=events,
+                                     reservation_ttl=reservation_ttl)
+        self.bind = Bind(inventory, self.cycles, Binder(api), api, self.placed)
+
+    def observed_placed(self, info: PodInfo) -> None:
+        """The sync path saw ``info`` bound (``InventoryApplier.on_placed``)."""
+        if info.request is not None:
+            self.placed.placed(info.key.uid, info.request, info.cpu_milli, info.memory_mib)
+
+    def explain(self, pod_object: Mapping[str, Any],
+                names: Sequence[str] | None = None) -> Explanation:
+        """Judge and score the pod on ``names`` (every node by default), leaving no trace."""
+        cycle = self.cycles.detached(pod_object)
+        snapshot = self.inventory.snapshot()
+        if names is None:
+            names = [n for n, ok in zip(snapshot.node_names, snapshot.node_valid.tolist(),
+                                        strict=True) if ok]
+        placement = cycle.pod.placement
+        if placement is None:
+            return Explanation(cycle, snapshot, names, None, None)
+        evaluation = self.evaluator.evaluate(snapshot, placement, names)
+        return Explanation(cycle, snapshot, names, evaluation,
+                           self.scorer.score(snapshot, placement, evaluation.fit))

@@ -1,0 +1,90 @@
+"""Failed nodes grouped by message, and the messages themselves: the filter answer's shape.
+
+A 5,000-node answer has few distinct (reason, numbers) rows, and the same ones recur from pod to
+pod, so messages are memoized and identical rows grouped with one ``np.unique``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from extender.catalog import Catalog
+from extender.core.reasons import VERDICT_BY_CODE, Reason, format_reason
+from extender.model import Verdict
+from extender.scheduling.evaluate import Evaluation
+from extender.server.answers import NodeGroup, pick
+
+
+class ReasonMessages:
+    """Formats reason messages, memoized by (code, numbers): a 5,000-node answer has few
+    distinct ones, and the same ones recur from pod to pod."""
+
+    def __init__(self, catalog: Catalog, *, limit: int = 65536) -> None:
+        self._catalog = catalog
+        self._limit = limit
+        self._cache: dict[tuple[int, int, int, int], str] = {}
+
+    def messages(self, code: npt.NDArray[np.int8], params: npt.NDArray[np.int64]) -> list[str]:
+        cache = self._cache
+        if len(cache) > self._limit:
+            cache.clear()
+        out = []
+        keys = zip(code.tolist(), params[:, 0].tolist(), params[:, 1].tolist(),
+                   params[:, 2].tolist(), strict=True)
+        for key in keys:
+            text = cache.get(key)
+            if text is None:
+                text = format_reason(self._catalog, *key)
+                cache[key] = text
+            out.append(text)
+        return out
+
+
+def group_failures(evaluation: Evaluation, messages: ReasonMessages
+                   ) -> tuple[list[str], list[NodeGroup], list[NodeGroup]]:
+    """``(feasible names, FailedNodes groups, FailedAndUnresolvableNodes groups)``: failed
+    nodes grouped by identical (code, numbers), i.e. identical message, found with one
+    ``np.unique`` over a packed 1-D key."""
+    names = evaluation.names
+    code = evaluation.code
+    feasible = pick(names, np.flatnonzero(code == Reason.FITS))
+    failed_positions = np.flatnonzero(code != Reason.FITS)
+    if len(failed_positions) == 0:
+        return feasible, [], []
+    codes = code[failed_positions].astype(np.int64)
+    params = evaluation.params[failed_positions]
+    keys = _packed_keys(codes, params)
+    if keys is None:  # numbers too large to pack: compare whole rows (slower, same result)
+        rows = np.concatenate([codes[:, None], params], axis=1)
+        _, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+    else:
+        _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    order = np.argsort(inverse, kind="stable")
+    ends = np.cumsum(np.bincount(inverse, minlength=len(first))).tolist()
+    grouped_positions = failed_positions[order]
+    texts = messages.messages(codes[first].astype(np.int8), params[first])
+    hopeless = (VERDICT_BY_CODE[codes[first]] == Verdict.UNRESOLVABLE.value).tolist()
+    failed: list[NodeGroup] = []
+    unresolvable: list[NodeGroup] = []
+    start = 0
+    for end, text, unresolvable_group in zip(ends, texts, hopeless, strict=True):
+        group = NodeGroup(pick(names, grouped_positions[start:end]), text)
+        (unresolvable if unresolvable_group else failed).append(group)
+        start = end
+    return feasible, failed, unresolvable
+
+
+_LOW_BITS = 18
+_MID_BITS = 20
+
+
+def _packed_keys(codes: npt.NDArray[np.int64], params: npt.NDArray[np.int64]
+                 ) -> npt.NDArray[np.int64] | None:
+    """code | a | b | c in one int64 (5 + 20 + 20 + 18 bits), if the numbers fit."""
+    if len(params) and (int(params.min()) < 0 or int(params[:, :2].max()) >> _MID_BITS
+                        or int(params[:, 2].max()) >> _LOW_BITS):
+        return None
+    return ((codes << (2 * _MID_BITS + _LOW_BITS)) | (params[:, 0] << (_MID_BITS + _LOW_BITS))
+            | (params[:, 1] << _LOW_BITS) | params[:, 2])
