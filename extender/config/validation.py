@@ -16,11 +16,16 @@ from typing import Any
 from extender.catalog import AcceleratorType, Catalog, normalize_name
 from extender.config.build import build_accelerator
 from extender.config.defaults import API_VERSION, KIND, effective_accelerators
+from extender.config.platforms import (
+    validate_flyte,
+    validate_foreign_forms,
+    validate_instance_types,
+)
 from extender.config.presets import PRESETS
 from extender.errors import FieldError, join_accepted
 
 TOP_LEVEL_KEYS = ("apiVersion", "kind", "accelerators", "nodeLabels", "protection", "scoring",
-                  "service")
+                  "service", "foreignForms")
 ACCELERATOR_KEYS = ("id", "family", "memoryMiB", "price", "protected", "aliases", "mig")
 MIG_KEYS = ("slots", "profiles")
 PROFILE_KEYS = ("name", "memoryMiB", "slices", "starts")
@@ -116,6 +121,7 @@ def validate_config(raw: Mapping[str, Any], strategies: Collection[str] = ()) ->
     _validate_protection(errors, raw.get("protection"), catalog)
     _validate_scoring(errors, raw.get("scoring"), strategies)
     _validate_service(errors, raw.get("service"))
+    validate_foreign_forms(errors, raw.get("foreignForms"))
     return errors.items
 
 
@@ -281,7 +287,9 @@ def _validate_node_labels(errors: _Errors, labels: object, catalog: Catalog) -> 
     if not errors.mapping("nodeLabels", labels):
         return
     assert isinstance(labels, dict)
-    errors.unknown_keys("nodeLabels", labels, ("presets", "custom"))
+    errors.unknown_keys("nodeLabels", labels, ("presets", "custom", "instanceTypes", "flyte"))
+    validate_instance_types(errors, labels.get("instanceTypes"), catalog)
+    validate_flyte(errors, labels.get("flyte"), _LABEL_KEY)
     presets = labels.get("presets")
     if errors.sequence("nodeLabels.presets", presets):
         assert isinstance(presets, list)

@@ -11,13 +11,13 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from extender.core.request import PlacementRequest
 from extender.core.workload import WorkloadMix, shape_of
 from extender.errors import RequestError
-from extender.model import GpuRequest, PodKey
+from extender.model import GpuRequest, NodeInfo, PodKey
 from extender.platform import Platform
 
 
@@ -33,6 +33,8 @@ class DecodedPod:
     cpu_milli: int
     memory_mib: int
     node_name: str
+    typed_against: object = None
+    """The inventory node map a selection-typed placement was resolved against."""
 
 
 def pod_key(pod: Mapping[str, Any]) -> PodKey:
@@ -43,8 +45,11 @@ def pod_key(pod: Mapping[str, Any]) -> PodKey:
 
 class PodRequests:
     def __init__(self, platform: Platform, workload: WorkloadMix, *, capacity: int = 4096,
-                 on_new_pod: Callable[[Mapping[str, Any]], None] | None = None) -> None:
+                 on_new_pod: Callable[[Mapping[str, Any]], None] | None = None,
+                 nodes: Callable[[], Mapping[str, NodeInfo]] | None = None) -> None:
         self._platform = platform
+        self._nodes = nodes
+        """The inventory's current node map (selection typing); ``None``: not used."""
         self._workload = workload
         self._capacity = capacity
         self._on_new_pod = on_new_pod
@@ -61,8 +66,9 @@ class PodRequests:
             known = self._by_uid.get(cache_key)
             if known is not None and known.resource_version == version and known.key == key:
                 self._by_uid.move_to_end(cache_key)
-                return known
-        decoded = self._decode(key, version, pod)
+        if known is not None and known.resource_version == version and known.key == key:
+            return self._retyped(known)
+        decoded = self._retyped(self._decode(key, version, pod))
         if not learn:
             return decoded
         with self._lock:
@@ -81,7 +87,22 @@ class PodRequests:
 
     def get(self, uid: str) -> DecodedPod | None:
         with self._lock:
-            return self._by_uid.get(uid)
+            known = self._by_uid.get(uid)
+        return None if known is None else self._retyped(known)
+
+    def _retyped(self, decoded: DecodedPod) -> DecodedPod:
+        """A pod typed by its node selection is re-resolved when the inventory's nodes
+        changed (the typing itself is cached per distinct selection)."""
+        if self._nodes is None or decoded.request is None or \
+                decoded.request.selection is None:
+            return decoded
+        nodes = self._nodes()
+        if nodes is decoded.typed_against:
+            return decoded
+        placement = self._platform.placement_request(
+            decoded.request, namespace=decoded.key.namespace, cpu_milli=decoded.cpu_milli,
+            memory_mib=decoded.memory_mib, nodes=nodes)
+        return replace(decoded, placement=placement, typed_against=nodes)
 
     def _decode(self, key: PodKey, version: str, pod: Mapping[str, Any]) -> DecodedPod:
         info = self._platform.pods.decode(pod)

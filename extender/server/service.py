@@ -42,7 +42,9 @@ class ExtenderService:
         self.applier = applier or InventoryApplier(platform, self.inventory)
         self.workload = WorkloadMix()
         self.metrics = ExtenderMetrics()
-        self.pods = PodRequests(platform, self.workload, on_new_pod=on_new_pod)
+        inventory_ = self.inventory
+        self.pods = PodRequests(platform, self.workload, on_new_pod=on_new_pod,
+                                nodes=lambda: inventory_.snapshot().nodes)
         self.verbs = SchedulingVerbs(platform, self.inventory,
                                      platform.strategy(workload=self.workload), self.pods,
                                      self.metrics, reservation_ttl=config.reservation_ttl_seconds,
