@@ -470,6 +470,21 @@ class PodDecoder:
                 need("memory", quantity_to_mib) + _safe(quantity_to_mib, overhead.get("memory")))
 
 
+def managed_resources(catalog: Catalog, forms: ForeignFormsConfig) -> dict[str, bool]:
+    """Every resource name the decoder reads -> ``ignoredByScheduler`` for kube-scheduler's
+    extender ``managedResources``: ``True`` where nodes do not advertise the name (the extender
+    alone accounts for it), ``False`` where they do, so in-tree NodeResourcesFit and preemption
+    keep counting it. ``scheduler-config/`` must list exactly these (a test compares)."""
+    out = {RESOURCE_GPU: False, RESOURCE_GPU_SHARED: False,
+           RESOURCE_GPU_MEMORY: True, RESOURCE_GPU_MILLI: True}
+    out |= {RESOURCE_MIG_PREFIX + name: False for name in catalog.mig.names}
+    if forms.hami:
+        out |= {name: True for name in HAMI_RESOURCES}
+    # A platform's own VRAM resource is advertised by its device plugin, per node.
+    out |= {r.name: False for r in forms.vram_resources}
+    return out
+
+
 def _is_gpu_resource(name: str) -> bool:
     return name in (RESOURCE_GPU, RESOURCE_GPU_SHARED, RESOURCE_GPU_MEMORY, RESOURCE_GPU_MILLI) or \
         name.startswith(RESOURCE_MIG_PREFIX)
