@@ -99,7 +99,8 @@ class SchedulingVerbs:
         self._expire()
         self._drop_stale_hold(pod)
         evaluation = self._evaluate(pod, names, args)
-        feasible, failed, unresolvable = group_failures(evaluation, self._messages)
+        feasible, failed, unresolvable = group_failures(evaluation, self._messages,
+                                                        pod.request)
         self._metrics.node_verdicts(evaluation.code)
         self._metrics.decision("filter", "feasible" if feasible else "no_fit")
         return self._answer(args, feasible, failed, unresolvable)
