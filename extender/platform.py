@@ -21,7 +21,7 @@ from extender.kube.decode_node import NodeDecoder
 from extender.kube.decode_pod import PodDecoder
 from extender.kube.labels import LabelMapper
 from extender.kube.selection import NodeSelection, SelectionTyping
-from extender.model import GpuRequest, NodeInfo
+from extender.model import GpuRequest, NodeInfo, RequestKind
 
 
 @dataclass(frozen=True, eq=False)
@@ -44,6 +44,9 @@ class Platform:
             typed = self.selection_typing.types_of(request.selection, nodes)
             if typed is not None:
                 request = replace(request, types=typed.types, type_source=typed.rule)
+                if typed.mig_profile is not None and request.kind is RequestKind.WHOLE:
+                    request = replace(request, kind=RequestKind.MIG,
+                                      mig_profile=typed.mig_profile)
         return resolve_request(request, self.catalog, self.protection, namespace=namespace,
                                cpu_milli=cpu_milli, memory_mib=memory_mib)
 

@@ -115,17 +115,17 @@ POD_DEPENDENT = frozenset({Reason.TYPE_MISMATCH})
 """Codes whose message names what the pod accepts (so it is not the same for every pod)."""
 
 
-def format_reason_for(catalog: Catalog, request: GpuRequest, code: int, a: int = 0, b: int = 0,
-                      c: int = 0) -> str:
+def format_reason_for(catalog: Catalog, request: GpuRequest, code: int,
+                      *params: int) -> str:
     """``format_reason`` with what the pod asked for, so a person can act on it: "node has t4
     GPUs; the pod accepts a100-80gb only (label gpu-extender.io/accelerator)"."""
     if code == Reason.TYPE_MISMATCH:
         accepted = (set(range(len(catalog))) if request.types is None
                     else set(request.types)) - set(request.excluded)
         source = f" ({_source(request)})" if request.type_source or request.excluded else ""
-        return (f"node has {_types(catalog, a, b)} GPUs; the pod accepts "
+        return (f"node has {_types(catalog, params[0], params[1])} GPUs; the pod accepts "
                 f"{catalog.describe(accepted) or 'no type'} only{source}")
-    return format_reason(catalog, code, a, b, c)
+    return format_reason(catalog, code, *params)
 
 
 def _source(request: GpuRequest) -> str:

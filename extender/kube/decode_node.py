@@ -15,9 +15,9 @@ from typing import Any
 import orjson
 
 from extender.catalog import Catalog
-from extender.errors import QuantityError
 from extender.catalog.types import MigProfile
 from extender.config.presets import GFD, gfd_mig_profile
+from extender.errors import QuantityError
 from extender.kube.labels import LabelMapper, NodeTypeLabel
 from extender.model import (
     ANNOTATION_NODE_GPUS,
@@ -199,8 +199,9 @@ class NodeDecoder:
         # per instance, not per physical GPU.
         memory = (None if gfd_profile else _int(label("memory_key"))) \
             or int(self._catalog.memory_mib[type_index])
-        count_label = None if gfd_profile and GFD.count_key in labels and \
-            label("count_key") == labels[GFD.count_key] else _int(label("count_key"))
+        gfd_count_key = GFD.count_key or ""
+        count_label = None if gfd_profile and gfd_count_key in labels and \
+            label("count_key") == labels[gfd_count_key] else _int(label("count_key"))
         physical_known = count_label or found.instance_count
         replicas = _int(label("replicas_key")) or 0
         sharing = label("sharing_key") or ""
@@ -331,7 +332,7 @@ class NodeDecoder:
 
 def _lowest_starts(profile: MigProfile, count: int) -> list[int]:
     """The first ``count`` non-overlapping legal starts of ``profile``, lowest first."""
-    used, starts = 0, []
+    used, starts = 0, list[int]()
     span = (1 << profile.slices) - 1
     for start in profile.starts:
         if len(starts) == count:

@@ -12,10 +12,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from extender.catalog import Catalog
-from extender.errors import QuantityError, RequestError, join_accepted
-from extender.kube.annotations import decode_assignment
 from extender.config.presets import GFD
 from extender.config.types import ForeignFormsConfig
+from extender.errors import QuantityError, RequestError, join_accepted
+from extender.kube.annotations import decode_assignment
 from extender.kube.labels import LabelMapper
 from extender.kube.selection import NodeSelection, pinned_values, selection_of
 from extender.model import (
@@ -238,8 +238,8 @@ class PodDecoder:
             if amount is not None:
                 found.append(amount)
         if len(found) > 1:
-            names = sorted(a.field.rsplit("[", 1)[1].rstrip("]") for a in found)
-            raise RequestError(f"{path}.resources", ", ".join(names),
+            forms = sorted(a.field.rsplit("[", 1)[1].rstrip("]") for a in found)
+            raise RequestError(f"{path}.resources", ", ".join(forms),
                                "a container may use exactly one GPU amount form",
                                AMOUNT_FORMS)
         return found[0] if found else None

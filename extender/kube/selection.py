@@ -136,6 +136,8 @@ class LabelIndex:
         self.types = np.zeros((self.n, len(catalog) + 1), dtype=bool)
         for i, info in enumerate(infos):
             self.types[i, [g.type_index for g in info.gpus]] = True
+        self.partition = [_single_profile(info) for info in infos]
+        """Per node: the one MIG profile all its GPUs are partitioned into, else ``None``."""
 
     def _mask(self, positions: list[int]) -> npt.NDArray[np.bool_]:
         out = np.zeros(self.n, dtype=bool)
@@ -182,11 +184,22 @@ class LabelIndex:
         return mask & any_term
 
 
+def _single_profile(info: NodeInfo) -> str | None:
+    profiles = {p for g in info.gpus if g.mig is not None and not g.mig.dynamic
+                for p, _ in g.mig.instances}
+    partitioned = all(g.mig is not None and not g.mig.dynamic and g.mig.instances
+                      for g in info.gpus)
+    return next(iter(profiles)) if partitioned and len(profiles) == 1 else None
+
+
 @dataclass(frozen=True)
 class SelectionTypes:
     types: frozenset[int]
     rule: str
     """Which rule typed the pod, for explanations."""
+    mig_profile: str | None = None
+    """Every node the selection admits is partitioned into this one profile (an AKS or GKE
+    MIG pool selected by its pool label): ``nvidia.com/gpu`` there is one instance of it."""
 
 
 class SelectionTyping:
@@ -219,13 +232,18 @@ class SelectionTyping:
                 return self._cache[selection]
             index = self._index
         assert index is not None
-        reach = index.types[index.select(selection)].any(axis=0)
+        admitted = index.select(selection)
+        reach: npt.NDArray[np.bool_] = np.asarray(index.types[admitted].any(axis=0))
         reach[self._catalog.unknown_index] = False
         result = None
         if reach.any() and not (reach & ~self._protected).any():
             types = frozenset(int(t) for t in np.flatnonzero(reach))
+            profiles = {index.partition[i] for i in np.flatnonzero(admitted).tolist()}
+            profile = next(iter(profiles)) if len(profiles) == 1 else None
+            where = f" partitioned {profile}" if profile else ""
             result = SelectionTypes(types, f"{selection.describe()} admits only "
-                                           f"{self._catalog.describe(types)} GPU nodes")
+                                           f"{self._catalog.describe(types)}{where} GPU nodes",
+                                    profile)
         with self._lock:
             if nodes is self._nodes:
                 self._cache[selection] = result

@@ -159,3 +159,24 @@ def test_equal_selections_are_one_cache_entry() -> None:
                                                     "values": ["x", "y"]}]]))
     assert a == b and hash(a) == hash(b)
     assert len({a, b, *itertools.repeat(a, 3)}) == 1
+
+
+def test_a_pool_of_one_partition_makes_nvidia_gpu_one_instance(platform: Platform) -> None:
+    """AKS MIG pool, single strategy (articles/aks/gpu-multi-instance.md): the pod writes
+    nvidia.com/gpu: 1; selecting the pool by its agentpool label is asking for one instance."""
+    info = platform.nodes.decode({
+        "metadata": {"name": "aks-mig-0", "labels": {
+            "node.kubernetes.io/instance-type": "Standard_ND96asr_v4",
+            "kubernetes.azure.com/agentpool": "mignode"}},
+        "status": {"allocatable": {"nvidia.com/gpu": "56"}}})
+    pod = {"metadata": {"name": "nvidia-single", "namespace": "default"},
+           "spec": {"nodeSelector": {"kubernetes.azure.com/agentpool": "mignode"},
+                    "containers": [{"name": "c",
+                                    "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
+    req = platform.pods.request(pod)
+    assert req is not None
+    placement = platform.placement_request(req, nodes={info.name: info})
+    assert placement.request.kind.value == "mig"
+    assert placement.request.mig_profile == "1g.5gb"
+    assert placement.mig_index == platform.catalog.mig.index["1g.5gb"]
+    assert "partitioned 1g.5gb" in placement.request.type_source
