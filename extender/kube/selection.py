@@ -119,25 +119,41 @@ def _expression(expression: Expression, name: str, labels: Mapping[str, str]) ->
 
 class LabelIndex:
     """The labels of the GPU nodes of one node map, as value -> positions, for vectorized
-    selection: ``In`` is an OR of value rows, ``Exists`` the key row.
-
-    Shapes: ``types`` (n_nodes, n_types + 1) bool - the GPU types each node carries.
-    """
+    selection: ``In`` is an OR of value rows, ``Exists`` the key row; masks are (n_nodes,)
+    bool over the GPU nodes."""
 
     def __init__(self, nodes: Mapping[str, NodeInfo], catalog: Catalog) -> None:
-        infos = [info for info in nodes.values() if info.gpus]
-        self.n = len(infos)
-        self.names = {info.name: i for i, info in enumerate(infos)}
+        self._infos = [info for info in nodes.values() if info.gpus]
+        self.n = len(self._infos)
+        self.names = {info.name: i for i, info in enumerate(self._infos)}
+        self.labels = [info.labels for info in self._infos]
+        # Built per key on first use: a selection reads a few keys of the ~30 a node has, so
+        # indexing only those keeps a node change cheap at thousands of nodes.
         self._values: dict[str, dict[str, list[int]]] = {}
-        self.labels = [info.labels for info in infos]
-        for i, info in enumerate(infos):
-            for key, value in info.labels.items():
-                self._values.setdefault(key, {}).setdefault(value, []).append(i)
-        self.types = np.zeros((self.n, len(catalog) + 1), dtype=bool)
-        for i, info in enumerate(infos):
-            self.types[i, [g.type_index for g in info.gpus]] = True
-        self.partition = [_single_profile(info) for info in infos]
-        """Per node: the one MIG profile all its GPUs are partitioned into, else ``None``."""
+        self._n_types = len(catalog) + 1
+
+    def reach(self, admitted: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
+        """(n_types + 1,) bool: the GPU types carried by the admitted nodes."""
+        out = np.zeros(self._n_types, dtype=bool)
+        infos = self._infos
+        out[list({g.type_index for i in np.flatnonzero(admitted).tolist()
+                  for g in infos[i].gpus})] = True
+        return out
+
+    def partition(self, position: int) -> str | None:
+        """The one MIG profile all GPUs of the node at ``position`` are partitioned into."""
+        return _single_profile(self._infos[position])
+
+    def _by_value(self, key: str) -> dict[str, list[int]]:
+        found = self._values.get(key)
+        if found is None:
+            found = {}
+            for i, labels in enumerate(self.labels):
+                value = labels.get(key)
+                if value is not None:
+                    found.setdefault(value, []).append(i)
+            self._values[key] = found
+        return found
 
     def _mask(self, positions: list[int]) -> npt.NDArray[np.bool_]:
         out = np.zeros(self.n, dtype=bool)
@@ -147,13 +163,13 @@ class LabelIndex:
     def _has(self, key: str, values: tuple[str, ...]) -> npt.NDArray[np.bool_]:
         if key == FIELD_NAME:
             return self._mask([self.names[v] for v in values if v in self.names])
-        by_value = self._values.get(key, {})
+        by_value = self._by_value(key)
         return self._mask([p for v in values for p in by_value.get(v, ())])
 
     def _exists(self, key: str) -> npt.NDArray[np.bool_]:
         if key == FIELD_NAME:
             return np.ones(self.n, dtype=bool)
-        return self._mask([p for ps in self._values.get(key, {}).values() for p in ps])
+        return self._mask([p for ps in self._by_value(key).values() for p in ps])
 
     def select(self, selection: NodeSelection) -> npt.NDArray[np.bool_]:
         """(n_nodes,) bool: the GPU nodes the selection admits."""
@@ -178,7 +194,7 @@ class LabelIndex:
                     term_mask &= ~self._exists(key)
                 else:  # Gt / Lt: rare, evaluated per node of the key
                     term_mask &= self._mask([
-                        i for ps in self._values.get(key, {}).values() for i in ps
+                        i for ps in self._by_value(key).values() for i in ps
                         if _expression((key, op, values), "", self.labels[i])])
             any_term |= term_mask
         return mask & any_term
@@ -233,12 +249,12 @@ class SelectionTyping:
             index = self._index
         assert index is not None
         admitted = index.select(selection)
-        reach: npt.NDArray[np.bool_] = np.asarray(index.types[admitted].any(axis=0))
+        reach = index.reach(admitted)
         reach[self._catalog.unknown_index] = False
         result = None
         if reach.any() and not (reach & ~self._protected).any():
             types = frozenset(int(t) for t in np.flatnonzero(reach))
-            profiles = {index.partition[i] for i in np.flatnonzero(admitted).tolist()}
+            profiles = {index.partition(i) for i in np.flatnonzero(admitted).tolist()}
             profile = next(iter(profiles)) if len(profiles) == 1 else None
             where = f" partitioned {profile}" if profile else ""
             result = SelectionTypes(types, f"{selection.describe()} admits only "

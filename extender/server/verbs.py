@@ -216,7 +216,9 @@ class SchedulingVerbs:
         report: dict[str, Any] = {
             "pod": str(pod.key), "uid": pod.key.uid,
             "request": pod.request.describe() if pod.request else None,
-            "typeSource": pod.request.type_source if pod.request else None,
+            # the placement's request: a pod typed by its node selection says by which rule
+            "typeSource": (pod.placement.request.type_source if pod.placement
+                           else pod.request.type_source if pod.request else None),
             "error": pod.error or None, "synced": self._inventory.has_synced(),
             "generation": snapshot.generation,
         }
