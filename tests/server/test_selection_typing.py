@@ -37,8 +37,9 @@ def test_a_pool_selector_types_the_pod_and_explain_says_so(platform: Platform) -
     try:
         report = service.verbs.explain(POD, ["a100-0"])
         assert report["nodes"][0]["verdict"] == "fits"
-        assert "spec.nodeSelector[cloud.google.com/gke-nodepool]=a100-pool admits only " \
-               "a100-40gb GPU nodes" == report["typeSource"]
+        assert report["typeSource"] == (
+            "spec.nodeSelector[cloud.google.com/gke-nodepool]=a100-pool admits only "
+            "a100-40gb GPU nodes")
         # A T4 joins the pool: the selection now admits an unprotected type, so the pod is
         # untyped again and protection keeps it off the A100.
         service.applier.node_event("ADDED", gke_node("t4-1", "nvidia-tesla-t4", "a100-pool"))
