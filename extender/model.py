@@ -3,6 +3,7 @@ pod was given. No I/O, no numpy: small frozen values."""
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum, StrEnum
 
@@ -73,6 +74,9 @@ class GpuRequest:
     excluded: frozenset[int] = frozenset()
     type_source: str = ""
     """Where the pod named its type, for messages (``label gpu-extender.io/accelerator``)."""
+    selection: Hashable | None = None
+    """An untyped pod's required node selection (``kube.selection.NodeSelection``), resolved
+    against the inventory's node labels when the request is placed."""
 
     @property
     def typed(self) -> bool:
@@ -132,6 +136,8 @@ class NodeInfo:
     """The raw type name the node advertised (kept for messages about unknown types)."""
     problems: tuple[str, ...] = ()
     """What could not be understood (an unknown model, a malformed annotation)."""
+    labels: Mapping[str, str] = field(default_factory=dict, hash=False)
+    """The node's labels, for pods whose node selection types them (``kube/selection.py``)."""
 
 
 @dataclass(frozen=True)

@@ -48,8 +48,8 @@ def test_the_shipped_default_config_passes_with_a_summary(
     assert err == ""
     lines = out.splitlines()
     assert lines[0] == f"{DEFAULT_YAML}: OK"
-    assert "accelerators: 17 types (8 protected)" in out
-    assert "node label presets: gfd, gke, eks-karpenter, aks; custom mappings: 0" in out
+    assert "accelerators: 19 types (9 protected)" in out
+    assert "node label presets: gfd, gke, eks-karpenter, aks, flyte; custom mappings: 0" in out
     assert "scoring strategy: cost-fragmentation (available: " in out
     assert "best-fit" in out and "fgd" in out
 

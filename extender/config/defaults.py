@@ -9,11 +9,12 @@ from typing import Any
 import yaml
 
 from extender.config.admission import apply_admission_defaults
+from extender.config.platforms import apply_platform_defaults
 
 API_VERSION = "gpu-extender.io/v1alpha1"
 KIND = "PlatformConfig"
 
-DEFAULT_PRESETS = ("gfd", "gke", "eks-karpenter", "aks")
+DEFAULT_PRESETS = ("gfd", "gke", "eks-karpenter", "aks", "flyte")
 DEFAULT_STRATEGY = "cost-fragmentation"
 
 DEFAULT_SERVICE: dict[str, Any] = {
@@ -57,6 +58,7 @@ def apply_defaults(raw: dict[str, Any]) -> dict[str, Any]:
         for key, value in DEFAULT_SERVICE.items():
             service.setdefault(key, value)
     apply_admission_defaults(out)
+    apply_platform_defaults(out)
     return out
 
 

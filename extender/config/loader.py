@@ -14,6 +14,11 @@ import yaml
 from extender.config.admission import build_admission
 from extender.config.build import build_accelerator
 from extender.config.defaults import apply_defaults, effective_accelerators
+from extender.config.platforms import (
+    build_flyte,
+    build_foreign_forms,
+    build_instance_types,
+)
 from extender.config.types import (
     LabelMapping,
     NodeLabelConfig,
@@ -79,6 +84,8 @@ def build_config(raw: dict[str, Any]) -> PlatformConfig:
             presets=tuple(labels["presets"]),
             custom=tuple(LabelMapping(key=m["key"], values=dict(m.get("values", {})))
                          for m in labels["custom"]),
+            instance_types=build_instance_types(labels["instanceTypes"]),
+            flyte=build_flyte(labels["flyte"]),
         ),
         protection=ProtectionConfig(
             protected_types=None if protected is None else tuple(protected),
@@ -92,4 +99,5 @@ def build_config(raw: dict[str, Any]) -> PlatformConfig:
             check_cpu_memory=bool(service["checkCpuMemory"]),
         ),
         admission=build_admission(raw["admission"]),
+        foreign_forms=build_foreign_forms(raw["foreignForms"]),
     )

@@ -55,10 +55,35 @@ AKS = LabelPreset(
     count_key="karpenter.azure.com/sku-gpu-count",
 )
 
-PRESETS: dict[str, LabelPreset] = {p.name: p for p in (GFD, GKE, EKS_KARPENTER, AKS)}
+FLYTE = LabelPreset(
+    name="flyte",
+    # flytepropeller's defaults (flyteplugins/go/tasks/pluginmachinery/flytek8s/config/
+    # config.go: GpuDeviceNodeLabel, GpuPartitionSizeNodeLabel); a platform that changed them
+    # sets nodeLabels.flyte, and the mapper uses those keys instead.
+    type_key="k8s.amazonaws.com/accelerator",
+    partition_key="k8s.amazonaws.com/gpu-partition-size",
+)
+
+PRESETS: dict[str, LabelPreset] = {p.name: p for p in (GFD, GKE, EKS_KARPENTER, AKS, FLYTE)}
+
+INSTANCE_TYPE_KEYS = ("node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type")
+"""Well-known labels naming a node's cloud machine type (the deprecated beta key still appears
+on older nodes)."""
 
 MIG_STRATEGY_KEY = "nvidia.com/mig.strategy"
 """GFD: ``single`` or ``mixed``."""
+
+
+def gfd_mig_profile(value: str) -> str | None:
+    """The MIG profile of a single-strategy GFD product (``NVIDIA-A100-SXM4-80GB-MIG-1g.10gb``
+    -> ``1g.10gb``; k8s-device-plugin ``internal/lm/resource.go`` appends ``-MIG-<profile>``),
+    ``None`` for an unpartitioned product."""
+    cut = value.find("-MIG-")
+    if cut <= 0:
+        return None
+    profile = value[cut + len("-MIG-"):]
+    shared = profile.find("-SHARED")
+    return profile[:shared] if shared > 0 else profile or None
 
 
 def clean_gfd_product(value: str) -> str:

@@ -25,11 +25,59 @@ class LabelMapping:
 
 
 @dataclass(frozen=True)
+class InstanceTypeEntry:
+    """The GPUs one cloud instance type carries (shipped table, or a config override)."""
+
+    type_name: str
+    """A catalog name (id, family or alias)."""
+    count: int
+    """Physical GPUs per node."""
+
+
+@dataclass(frozen=True)
+class FlyteLabels:
+    """The node label keys flytepropeller writes into pods (its ``plugins.k8s`` config)."""
+
+    device_key: str = "k8s.amazonaws.com/accelerator"
+    """``gpu-device-node-label``."""
+    partition_key: str = "k8s.amazonaws.com/gpu-partition-size"
+    """``gpu-partition-size-node-label``."""
+
+
+@dataclass(frozen=True)
 class NodeLabelConfig:
     presets: tuple[str, ...]
-    """Built-in label conventions to read, in priority order: gfd, gke, eks-karpenter, aks."""
+    """Built-in label conventions to read, in priority order: gfd, gke, eks-karpenter, aks,
+    flyte."""
     custom: tuple[LabelMapping, ...] = ()
     """Extra label mappings; they win over presets."""
+    instance_types: Mapping[str, InstanceTypeEntry] = field(default_factory=dict)
+    """Shipped instance-type table overlaid with the config's ``instanceTypes`` (normalized
+    name -> entry)."""
+    flyte: FlyteLabels = field(default_factory=FlyteLabels)
+    """Label keys of the ``flyte`` preset (follow a flytepropeller config that changed them)."""
+
+
+@dataclass(frozen=True)
+class VramResource:
+    """A per-node VRAM resource another tool advertises (``aliyun.com/gpu-mem``)."""
+
+    name: str
+    unit_mib: int
+    """MiB per unit of the resource (GiB: 1024; 0: the value is a byte quantity like 4Gi)."""
+
+
+@dataclass(frozen=True)
+class ForeignFormsConfig:
+    """Request forms of other GPU-sharing tools that pods may keep using (each on by default)."""
+
+    hami: bool = True
+    """HAMi: ``nvidia.com/gpumem`` (MiB), ``nvidia.com/gpumem-percentage`` and the
+    ``nvidia.com/use-gputype`` / ``nvidia.com/nouse-gputype`` annotations."""
+    kai: bool = True
+    """KAI Scheduler: ``gpu-fraction`` and ``gpu-memory`` (MiB) pod annotations."""
+    vram_resources: tuple[VramResource, ...] = ()
+    """Extended resources that mean a VRAM share of one GPU."""
 
 
 @dataclass(frozen=True)
@@ -70,3 +118,4 @@ class PlatformConfig:
     service: ServiceConfig
     admission: AdmissionConfig = field(default_factory=AdmissionConfig)
     """What the admission webhook refuses, warns about and writes (``gpu-extender webhook``)."""
+    foreign_forms: ForeignFormsConfig = field(default_factory=ForeignFormsConfig)

@@ -17,11 +17,16 @@ from extender.catalog import AcceleratorType, Catalog, normalize_name
 from extender.config.admission import validate_admission
 from extender.config.build import build_accelerator
 from extender.config.defaults import API_VERSION, KIND, effective_accelerators
+from extender.config.platforms import (
+    validate_flyte,
+    validate_foreign_forms,
+    validate_instance_types,
+)
 from extender.config.presets import PRESETS
 from extender.errors import FieldError, join_accepted
 
 TOP_LEVEL_KEYS = ("apiVersion", "kind", "accelerators", "nodeLabels", "protection", "scoring",
-                  "service", "admission")
+                  "service", "admission", "foreignForms")
 ACCELERATOR_KEYS = ("id", "family", "memoryMiB", "price", "protected", "aliases", "mig")
 MIG_KEYS = ("slots", "profiles")
 PROFILE_KEYS = ("name", "memoryMiB", "slices", "starts")
@@ -118,6 +123,7 @@ def validate_config(raw: Mapping[str, Any], strategies: Collection[str] = ()) ->
     _validate_scoring(errors, raw.get("scoring"), strategies)
     _validate_service(errors, raw.get("service"))
     validate_admission(errors, raw.get("admission"), catalog, raw.get("nodeLabels"))
+    validate_foreign_forms(errors, raw.get("foreignForms"))
     return errors.items
 
 
@@ -283,7 +289,9 @@ def _validate_node_labels(errors: _Errors, labels: object, catalog: Catalog) -> 
     if not errors.mapping("nodeLabels", labels):
         return
     assert isinstance(labels, dict)
-    errors.unknown_keys("nodeLabels", labels, ("presets", "custom"))
+    errors.unknown_keys("nodeLabels", labels, ("presets", "custom", "instanceTypes", "flyte"))
+    validate_instance_types(errors, labels.get("instanceTypes"), catalog)
+    validate_flyte(errors, labels.get("flyte"), _LABEL_KEY)
     presets = labels.get("presets")
     if errors.sequence("nodeLabels.presets", presets):
         assert isinstance(presets, list)

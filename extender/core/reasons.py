@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from extender.catalog import Catalog
-from extender.model import Verdict
+from extender.model import RESOURCE_GPU, RESOURCE_GPU_SHARED, GpuRequest, RequestKind, Verdict
 
 
 class Reason(IntEnum):
@@ -109,3 +109,35 @@ def format_reasons(catalog: Catalog, codes: npt.NDArray[np.int8],
 
 def format_reason(catalog: Catalog, code: int, a: int = 0, b: int = 0, c: int = 0) -> str:
     return _TEMPLATES[Reason(code)](catalog, a, b, c) if code != Reason.FITS else ""
+
+
+POD_DEPENDENT = frozenset({Reason.TYPE_MISMATCH, Reason.TOO_FEW_GPUS})
+"""Codes whose message names what the pod accepts (so it is not the same for every pod)."""
+
+
+def format_reason_for(catalog: Catalog, request: GpuRequest, code: int,
+                      *params: int) -> str:
+    """``format_reason`` with what the pod asked for, so a person can act on it: "node has t4
+    GPUs; the pod accepts a100-80gb only (label gpu-extender.io/accelerator)"."""
+    if code == Reason.TYPE_MISMATCH:
+        accepted = (set(range(len(catalog))) if request.types is None
+                    else set(request.types)) - set(request.excluded)
+        source = f" ({_source(request)})" if request.type_source or request.excluded else ""
+        return (f"node has {_types(catalog, params[0], params[1])} GPUs; the pod accepts "
+                f"{catalog.describe(accepted) or 'no type'} only{source}")
+    if code == Reason.TOO_FEW_GPUS and request.kind is RequestKind.WHOLE and params[0] == 0:
+        # For nvidia.com/gpu, a node whose accepted GPUs are neither MIG-partitioned (an
+        # earlier check) nor capable has them all time-sliced as nvidia.com/gpu.shared.
+        return (f"the node's accepted GPUs are time-sliced under {RESOURCE_GPU_SHARED}; the pod "
+                f"asks {RESOURCE_GPU} (ask {RESOURCE_GPU_SHARED}: {params[1]} for a replica)")
+    return format_reason(catalog, code, *params)
+
+
+def _source(request: GpuRequest) -> str:
+    source = request.type_source
+    for prefix, word in (("metadata.labels[", "label "), ("metadata.annotations[", "annotation ")):
+        if source.startswith(prefix) and source.endswith("]") and " and " not in source:
+            source = word + source[len(prefix):-1]
+    if request.excluded and not request.type_source:
+        return "gpu-extender.io/exclude-accelerators or a NotIn node affinity"
+    return source

@@ -15,9 +15,11 @@ from typing import Any
 import orjson
 
 from extender.catalog import Catalog
+from extender.catalog.types import MigProfile
+from extender.config.presets import GFD, gfd_mig_profile
 from extender.errors import QuantityError
 from extender.kube import objects
-from extender.kube.labels import LabelMapper
+from extender.kube.labels import LabelMapper, NodeTypeLabel
 from extender.model import (
     ANNOTATION_NODE_GPUS,
     NODE_GPUS_VERSION,
@@ -73,6 +75,7 @@ class NodeDecoder:
             memory_mib=lenient_quantity(quantity_to_mib, allocatable.get("memory")),
             type_name=raw_type,
             problems=tuple(problems),
+            labels=dict(labels) if gpus else {},
         )
 
     # -- annotation ---------------------------------------------------------------------------
@@ -178,10 +181,12 @@ class NodeDecoder:
         type_index = found.type_index
         if type_index is None:
             problems.append("advertises GPUs but has no GPU type label (expected one of: "
-                            + ", ".join(self._labels.type_label_keys) + ")")
+                            + ", ".join(self._labels.type_label_keys)
+                            + ", or node.kubernetes.io/instance-type of a known instance type)")
             type_index = self._catalog.unknown_index
         elif type_index == self._catalog.unknown_index:
-            problems.append(f"{found.key}={found.raw_name!r} is not in the accelerator catalog")
+            problems.append(f"{found.key}={found.raw_name!r} is not in the accelerator catalog "
+                            "(add it under `accelerators` with this name in `aliases`)")
         # Sharing and size labels may come from another convention than the type label
         # (a Karpenter node runs GFD too): read each from the type's preset first, then any.
         presets = [p for p in (found.preset, *self._labels.presets) if p is not None]
@@ -193,11 +198,33 @@ class NodeDecoder:
                     return str(labels[key])
             return None
 
-        memory = _int(label("memory_key")) or int(self._catalog.memory_mib[type_index])
-        count_label = _int(label("count_key"))
+        gfd_profile = gfd_mig_profile(labels.get(GFD.type_key, ""))
+        partition = label("partition_key") or gfd_profile
+        # GFD's single strategy describes one MIG device: its memory and count labels are
+        # per instance, not per physical GPU.
+        memory = (None if gfd_profile else _int(label("memory_key"))) \
+            or int(self._catalog.memory_mib[type_index])
+        gfd_count_key = GFD.count_key or ""
+        count_label = None if gfd_profile and gfd_count_key in labels and \
+            label("count_key") == labels[gfd_count_key] else _int(label("count_key"))
+        physical_known = count_label or found.instance_count
         replicas = _int(label("replicas_key")) or 0
         sharing = label("sharing_key") or ""
         time_sliced = replicas > 1 and (not sharing or sharing in TIME_SLICING)
+
+        if partition and whole:
+            units = whole // replicas if time_sliced else whole
+            if time_sliced:
+                problems.append(f"time-sharing on MIG {partition} partitions ({replicas} "
+                                "clients per instance): counted as one pod per instance")
+            return tuple(self._partitioned(type_index, partition, units, physical_known,
+                                           problems)), found.raw_name
+        if whole and physical_known and whole > physical_known and not shared and \
+                not sharing and replicas <= 1:
+            inferred = self._infer_units(type_index, whole, physical_known, found, problems)
+            if inferred is not None:
+                return inferred, found.raw_name
+            replicas, time_sliced = whole // physical_known, True
 
         devices: list[GpuDevice] = []
         if shared:
@@ -211,7 +238,7 @@ class NodeDecoder:
                                   replicas_shared=True) for i in range(physical)]
         if whole:
             if time_sliced and not shared:
-                physical = count_label or max(1, whole // replicas)
+                physical = physical_known or max(1, whole // replicas)
                 devices += [GpuDevice(len(devices) + i, type_index, memory, replicas=replicas)
                             for i in range(physical)]
             else:
@@ -221,6 +248,57 @@ class NodeDecoder:
             for layout in self._pack_mig(type_index, mig_counts, problems):
                 devices.append(GpuDevice(len(devices), type_index, memory, mig=layout))
         return tuple(devices), found.raw_name
+
+    def _infer_units(self, type_index: int, units: int, physical: int, found: NodeTypeLabel,
+                     problems: list[str]) -> tuple[GpuDevice, ...] | None:
+        """A node that states ``physical`` GPUs but advertises more ``nvidia.com/gpu`` units,
+        with no sharing label (an AKS MIG pool: ``--gpu-instance-profile MIG1g`` on
+        Standard_ND96asr_v4 advertises ``nvidia.com/gpu: 56``). ``units / physical`` instances
+        per GPU is MIG when exactly one profile of the type has that many instances; otherwise
+        the units are taken for time-slice replicas (``None`` returned)."""
+        per_gpu, rest = divmod(units, physical)
+        source = f"{found.key}={found.raw_name}" if found.key else "its GPU count"
+        geometry = self._catalog.types[type_index].mig \
+            if type_index < len(self._catalog) else None
+        candidates = [p for p in geometry.profiles if _max_instances(p) == per_gpu] \
+            if geometry is not None and not rest else []
+        if len(candidates) == 1:
+            profile = candidates[0].name
+            problems.append(f"inferred MIG {profile}: {source} says {physical} GPU(s) and "
+                            f"{RESOURCE_GPU}={units} with no sharing label; {per_gpu} "
+                            f"instances per GPU is only {profile} (label the node with its "
+                            "partition, e.g. nvidia.com/mig.strategy and GFD, to say so)")
+            return tuple(self._partitioned(type_index, profile, units, physical, problems))
+        problems.append(f"inferred time-slicing: {source} says {physical} GPU(s) and "
+                        f"{RESOURCE_GPU}={units} with no sharing label; read as "
+                        f"{units // physical} replicas per GPU")
+        return None
+
+    def _partitioned(self, type_index: int, profile_name: str, instances: int,
+                     physical: int | None, problems: list[str]) -> list[GpuDevice]:
+        """Physical GPUs carrying ``instances`` MIG instances of one profile in all (GKE
+        partition size, GFD single strategy, an AKS MIG pool): the device plugin advertises
+        each instance as one ``nvidia.com/gpu``."""
+        profile = self._catalog.mig_profile(type_index, profile_name)
+        if profile is None:
+            problems.append(f"partition {profile_name!r} is not a MIG profile of "
+                            f"{self._catalog.id_of(type_index)}; its GPUs are ignored")
+            return []
+        most = _max_instances(profile)
+        if not physical:
+            physical = -(-instances // most)
+        if instances > physical * most:
+            problems.append(f"advertises {instances} MIG {profile_name} instances; {physical} "
+                            f"GPU(s) hold at most {physical * most}: the rest are ignored")
+            instances = physical * most
+        base, extra = divmod(instances, physical)
+        memory = int(self._catalog.memory_mib[type_index])
+        devices = []
+        for i in range(physical):
+            placed = _lowest_starts(profile, base + (1 if i < extra else 0))
+            devices.append(GpuDevice(i, type_index, memory, mig=MigLayout(
+                dynamic=False, instances=tuple((profile.name, s) for s in placed))))
+        return devices
 
     def _pack_mig(self, type_index: int, counts: Mapping[str, int],
                   problems: list[str]) -> list[MigLayout]:
@@ -255,6 +333,23 @@ class NodeDecoder:
                 start = profile.starts[0]
                 gpus.append((span << start, [(profile.name, start)]))
         return [MigLayout(dynamic=False, instances=tuple(instances)) for _, instances in gpus]
+
+
+def _lowest_starts(profile: MigProfile, count: int) -> list[int]:
+    """The first ``count`` non-overlapping legal starts of ``profile``, lowest first."""
+    used, starts = 0, list[int]()
+    span = (1 << profile.slices) - 1
+    for start in profile.starts:
+        if len(starts) == count:
+            break
+        if not used & (span << start):
+            used |= span << start
+            starts.append(start)
+    return starts
+
+
+def _max_instances(profile: MigProfile) -> int:
+    return len(_lowest_starts(profile, len(profile.starts)))
 
 
 def _count(value: object) -> int:

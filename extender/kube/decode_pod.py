@@ -12,10 +12,13 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from extender.catalog import Catalog
+from extender.config.presets import GFD
+from extender.config.types import ForeignFormsConfig
 from extender.errors import QuantityError, RequestError, join_accepted
 from extender.kube import objects
 from extender.kube.annotations import decode_assignment
 from extender.kube.labels import LabelMapper
+from extender.kube.selection import NodeSelection, pinned_values, selection_of
 from extender.model import (
     ANNOTATION_ACCELERATORS,
     ANNOTATION_EXCLUDE,
@@ -41,6 +44,16 @@ AMOUNT_FORMS = (f"{RESOURCE_GPU}: N, {RESOURCE_GPU_SHARED}: N, {RESOURCE_MIG_PRE
                 f"{RESOURCE_GPU_MEMORY}: <bytes, e.g. 4Gi>, {RESOURCE_GPU_MILLI}: 1..999")
 _AFFINITY = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
 
+# Foreign request forms (anchors.md section 2.1, anchors-2026-12.md sections 2-3).
+HAMI_GPUMEM = "nvidia.com/gpumem"
+HAMI_GPUMEM_PERCENTAGE = "nvidia.com/gpumem-percentage"
+HAMI_RESOURCES = (HAMI_GPUMEM, HAMI_GPUMEM_PERCENTAGE)
+HAMI_USE_TYPE = "nvidia.com/use-gputype"
+HAMI_NOUSE_TYPE = "nvidia.com/nouse-gputype"
+KAI_GPU_FRACTION = "gpu-fraction"
+KAI_GPU_MEMORY = "gpu-memory"
+KAI_ANNOTATIONS = (KAI_GPU_FRACTION, KAI_GPU_MEMORY)
+
 
 @dataclass(frozen=True)
 class _Amount:
@@ -59,9 +72,13 @@ class _Amount:
 class PodDecoder:
     """Decodes pods against one catalog and label mapping (built once per config)."""
 
-    def __init__(self, catalog: Catalog, labels: LabelMapper) -> None:
+    def __init__(self, catalog: Catalog, labels: LabelMapper,
+                 forms: ForeignFormsConfig | None = None) -> None:
         self._catalog = catalog
         self._labels = labels
+        self._forms = forms or ForeignFormsConfig()
+        self._vram_units = {r.name: r.unit_mib for r in self._forms.vram_resources}
+        self._partition_keys = (*labels.partition_keys, GFD.type_key)
 
     # -- entry points ----------------------------------------------------------------------
 
@@ -114,8 +131,11 @@ class PodDecoder:
         regular = self._container_amounts(spec.get("containers") or [], "spec.containers")
         init = self._container_amounts(spec.get("initContainers") or [], "spec.initContainers")
         amount = _combine(regular, init)
+        amount = self._kai_amount(pod, amount)
         if amount is None:
             return None
+        selection = selection_of(spec)
+        amount = self._partition_amount(selection, amount)
         types, excluded, source = self._types(pod)
         if types is None and amount.kind is RequestKind.MIG:
             # A MIG profile names the GPU types that have it: asking for one is asking for
@@ -132,9 +152,67 @@ class PodDecoder:
             types=types,
             excluded=excluded,
             type_source=source,
+            selection=None if types is not None or selection.empty else selection,
         )
         self._check_satisfiable(request, amount.field)
         return request
+
+    def _partition_amount(self, selection: NodeSelection, amount: _Amount) -> _Amount:
+        """``nvidia.com/gpu: N`` on nodes the pod pins to one MIG partition (GKE
+        ``gke-gpu-partition-size``, Flyte's partition label, a GFD single-strategy product) is N
+        instances of that profile: the device plugin advertises each instance as a GPU."""
+        if amount.kind is not RequestKind.WHOLE:
+            return amount
+        for key in self._partition_keys:
+            values = pinned_values(selection, key)
+            if values is None:
+                continue
+            profiles = {self._labels.partition_value(key, v) for v in values}
+            if None in profiles:
+                continue  # an unpartitioned product among the values: whole GPUs
+            field = f"spec.nodeSelector[{key}]" if any(k == key for k, _ in selection.selector) \
+                else f"{_AFFINITY}.nodeSelectorTerms"
+            if len(profiles) != 1:
+                raise RequestError(field, ", ".join(sorted(str(p) for p in profiles)),
+                                   f"{RESOURCE_GPU} on partitioned nodes is one instance of "
+                                   "their profile; these nodes have different profiles",
+                                   "one partition size per pod")
+            profile = str(next(iter(profiles)))
+            if profile not in self._catalog.mig.index:
+                raise RequestError(field, profile, "not a MIG profile of any known GPU type",
+                                   join_accepted(self._catalog.mig.names))
+            return replace(amount, kind=RequestKind.MIG, mig_profile=profile)
+        return amount
+
+    def _kai_amount(self, pod: Mapping[str, Any], amount: _Amount | None) -> _Amount | None:
+        """KAI Scheduler's pod annotations ``gpu-fraction: "0.5"`` and ``gpu-memory: "2000"``
+        (MiB), read only when the containers ask for no GPU amount themselves."""
+        if not self._forms.kai:
+            return amount
+        annotations = (pod.get("metadata") or {}).get("annotations") or {}
+        found = [name for name in KAI_ANNOTATIONS if name in annotations]
+        if not found:
+            return amount
+        field = f"metadata.annotations[{found[0]}]"
+        if len(found) > 1 or amount is not None:
+            other = found[1] if len(found) > 1 else amount.field if amount else ""
+            raise RequestError(field, annotations[found[0]],
+                               f"a pod may use exactly one GPU amount form (also {other})",
+                               AMOUNT_FORMS)
+        value = str(annotations[found[0]]).strip()
+        if found[0] == KAI_GPU_FRACTION:
+            try:
+                fraction = float(value)
+            except ValueError:
+                fraction = -1.0
+            if not 0 < fraction < 1:
+                raise RequestError(field, value, "must be a fraction of one GPU",
+                                   "a number between 0 and 1, e.g. 0.5")
+            return _Amount(RequestKind.FRACTION, 1, 0, None, field,
+                           milli=max(1, round(fraction * 1000)))
+        if not value.isdigit() or int(value) == 0:
+            raise RequestError(field, value, "must be MiB of GPU memory", "a whole number > 0")
+        return _Amount(RequestKind.VRAM, 1, int(value), None, field)
 
     # -- amount ----------------------------------------------------------------------------
 
@@ -154,8 +232,12 @@ class PodDecoder:
         limits = resources.get("limits") or {}
         requests = resources.get("requests") or {}
         found: list[_Amount] = []
-        for name in {*limits, *requests}:
-            if not _is_gpu_resource(name):
+        names = {*limits, *requests}
+        if self._forms.hami and names & set(HAMI_RESOURCES):
+            found.append(self._hami_amount(limits, requests, path))
+            names -= {*HAMI_RESOURCES, RESOURCE_GPU}
+        for name in names:
+            if not (_is_gpu_resource(name) or name in self._vram_units):
                 continue
             where_key = "requests" if name in requests else "limits"
             field = f"{path}.resources.{where_key}[{name}]"
@@ -164,13 +246,49 @@ class PodDecoder:
             if amount is not None:
                 found.append(amount)
         if len(found) > 1:
-            names = sorted(a.field.rsplit("[", 1)[1].rstrip("]") for a in found)
-            raise RequestError(f"{path}.resources", ", ".join(names),
+            forms = sorted(a.field.rsplit("[", 1)[1].rstrip("]") for a in found)
+            raise RequestError(f"{path}.resources", ", ".join(forms),
                                "a container may use exactly one GPU amount form",
                                AMOUNT_FORMS)
         return found[0] if found else None
 
+    def _hami_amount(self, limits: Mapping[str, Any], requests: Mapping[str, Any],
+                     path: str) -> _Amount:
+        """HAMi's ``nvidia.com/gpu: 1`` with ``nvidia.com/gpumem: <MiB>`` (a VRAM share) or
+        ``nvidia.com/gpumem-percentage: <1..100>`` (a share of one GPU)."""
+        def value(name: str) -> tuple[object, str]:
+            where = "requests" if name in requests else "limits"
+            return requests.get(name, limits.get(name)), f"{path}.resources.{where}[{name}]"
+
+        present = [n for n in HAMI_RESOURCES if n in limits or n in requests]
+        if len(present) > 1:
+            raise RequestError(f"{path}.resources", ", ".join(present),
+                               "a container may use exactly one GPU amount form",
+                               AMOUNT_FORMS)
+        if RESOURCE_GPU in limits or RESOURCE_GPU in requests:
+            raw, gpu_field = value(RESOURCE_GPU)
+            if _count(raw, gpu_field) != 1:
+                raise RequestError(gpu_field, raw, f"with {present[0]} the extender places a "
+                                   "share of one GPU", f"{RESOURCE_GPU}: 1")
+        raw, field = value(present[0])
+        amount = _count(raw, field)
+        if present[0] == HAMI_GPUMEM:
+            if amount == 0:
+                raise RequestError(field, raw, "must be MiB of GPU memory", "a whole number > 0")
+            return _Amount(RequestKind.VRAM, 1, amount, None, field)
+        if not 1 <= amount <= 100:
+            raise RequestError(field, raw, "must be a percentage of one GPU", "1..100")
+        if amount == 100:
+            return _Amount(RequestKind.WHOLE, 1, 0, None, field)
+        return _Amount(RequestKind.FRACTION, 1, 0, None, field, milli=amount * 10)
+
     def _parse_amount(self, name: str, value: object, field: str) -> _Amount | None:
+        unit = self._vram_units.get(name)
+        if unit is not None:
+            if unit == 0:
+                return self._parse_amount(RESOURCE_GPU_MEMORY, value, field)
+            count = _count(value, field)
+            return _Amount(RequestKind.VRAM, 1, count * unit, None, field) if count else None
         if name == RESOURCE_GPU_MEMORY:
             try:
                 negative = parse_quantity(value) < 0  # "-1" rounds up to 0 MiB
@@ -220,6 +338,16 @@ class PodDecoder:
         if ANNOTATION_EXCLUDE in annotations:
             field = f"metadata.annotations[{ANNOTATION_EXCLUDE}]"
             excluded |= self._resolve_list(annotations[ANNOTATION_EXCLUDE], field)
+        if self._forms.hami:
+            # HAMi matches these by substring of the device name; here each entry is a type
+            # name matched exactly ("A100" is the family, never "A100-80GB" by accident).
+            if HAMI_USE_TYPE in annotations:
+                field = f"metadata.annotations[{HAMI_USE_TYPE}]"
+                constraints.append((self._resolve_list(annotations[HAMI_USE_TYPE], field),
+                                    field))
+            if HAMI_NOUSE_TYPE in annotations:
+                field = f"metadata.annotations[{HAMI_NOUSE_TYPE}]"
+                excluded |= self._resolve_list(annotations[HAMI_NOUSE_TYPE], field)
         for key, value in (spec.get("nodeSelector") or {}).items():
             if key in self._labels.type_label_keys:
                 field = f"spec.nodeSelector[{key}]"
@@ -349,6 +477,21 @@ class PodDecoder:
                 + lenient_quantity(quantity_to_milli, overhead.get("cpu")),
                 need("memory", quantity_to_mib)
                 + lenient_quantity(quantity_to_mib, overhead.get("memory")))
+
+
+def managed_resources(catalog: Catalog, forms: ForeignFormsConfig) -> dict[str, bool]:
+    """Every resource name the decoder reads -> ``ignoredByScheduler`` for kube-scheduler's
+    extender ``managedResources``: ``True`` where nodes do not advertise the name (the extender
+    alone accounts for it), ``False`` where they do, so in-tree NodeResourcesFit and preemption
+    keep counting it. ``scheduler-config/`` must list exactly these (a test compares)."""
+    out = {RESOURCE_GPU: False, RESOURCE_GPU_SHARED: False,
+           RESOURCE_GPU_MEMORY: True, RESOURCE_GPU_MILLI: True}
+    out |= {RESOURCE_MIG_PREFIX + name: False for name in catalog.mig.names}
+    if forms.hami:
+        out |= {name: True for name in HAMI_RESOURCES}
+    # A platform's own VRAM resource is advertised by its device plugin, per node.
+    out |= {r.name: False for r in forms.vram_resources}
+    return out
 
 
 def _is_gpu_resource(name: str) -> bool:

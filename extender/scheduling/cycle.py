@@ -34,9 +34,9 @@ import numpy.typing as npt
 
 from extender.core.fit import FitResult
 from extender.core.scoring.base import ScoreResult
-from extender.model import Assignment
+from extender.model import Assignment, NodeInfo
 from extender.platform import Platform
-from extender.scheduling.pods import DecodedPod, decode_pod, pod_key, resource_version
+from extender.scheduling.pods import DecodedPod, decode_pod, pod_key, resource_version, retyped
 
 
 @dataclass(frozen=True, eq=False)
@@ -80,10 +80,13 @@ class PodCycle:
 
 class CycleTable:
     def __init__(self, platform: Platform, *, capacity: int = 4096, heavy_capacity: int = 16,
-                 on_new_pod: Callable[[Mapping[str, Any]], None] | None = None) -> None:
+                 on_new_pod: Callable[[Mapping[str, Any]], None] | None = None,
+                 nodes: Callable[[], Mapping[str, NodeInfo]] | None = None) -> None:
         """``on_new_pod``: called with the pod object the first time its UID is seen (the
-        offline cluster admits it, so bind can find it)."""
+        offline cluster admits it, so bind can find it). ``nodes``: the inventory's current
+        node map, for pods typed by their node selection (``None``: no selection typing)."""
         self._platform = platform
+        self._nodes = nodes
         self._capacity = capacity
         self._heavy_capacity = heavy_capacity
         self._on_new_pod = on_new_pod
@@ -101,8 +104,12 @@ class CycleTable:
             if known is not None and known.pod.resource_version == version and \
                     known.pod.key == key:
                 self._by_uid.move_to_end(table_key)
-                return known
-        cycle = PodCycle(decode_pod(self._platform, pod, key, version))
+            else:
+                known = None
+        if known is not None:
+            return self._retyped(known)
+        nodes = self._nodes() if self._nodes is not None else None
+        cycle = PodCycle(decode_pod(self._platform, pod, key, version, nodes))
         with self._lock:
             first_sight = table_key not in self._by_uid
             self._by_uid[table_key] = cycle
@@ -116,7 +123,18 @@ class CycleTable:
     def detached(self, pod: Mapping[str, Any]) -> PodCycle:
         """A cycle that is not kept (explain: it must leave no trace)."""
         key = pod_key(pod)
-        return PodCycle(decode_pod(self._platform, pod, key, resource_version(pod)))
+        nodes = self._nodes() if self._nodes is not None else None
+        return PodCycle(decode_pod(self._platform, pod, key, resource_version(pod), nodes))
+
+    def _retyped(self, cycle: PodCycle) -> PodCycle:
+        """A selection-typed pod whose placement was resolved against older nodes gets its
+        placement re-resolved, and its fit and scores (which depend on it) dropped."""
+        if self._nodes is None or cycle.pod.typed_against is None:
+            return cycle
+        pod = retyped(self._platform, cycle.pod, self._nodes())
+        if pod is not cycle.pod:
+            cycle.pod, cycle.fit, cycle.scores = pod, None, None
+        return cycle
 
     def get(self, uid: str) -> PodCycle | None:
         with self._lock:

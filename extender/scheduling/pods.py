@@ -8,11 +8,11 @@ is decoded a second time to recover it. The pod's key is built once, here.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from extender.core.request import PlacementRequest
-from extender.model import ANNOTATION_ASSIGNED, GpuRequest, PodKey
+from extender.model import ANNOTATION_ASSIGNED, GpuRequest, NodeInfo, PodKey
 from extender.platform import Platform
 
 _ANNOTATION_PROBLEM = f"metadata.annotations[{ANNOTATION_ASSIGNED}]"
@@ -31,6 +31,10 @@ class DecodedPod:
     cpu_milli: int
     memory_mib: int
     node_name: str
+    typed_against: Mapping[str, NodeInfo] | None = None
+    """The inventory node map a selection-typed placement was resolved against (a pod whose
+    required node selection reaches only protected types is typed by it, see
+    ``kube/selection.py``); ``None``: not typed by its selection."""
 
 
 def pod_key(pod: Mapping[str, Any]) -> PodKey:
@@ -44,8 +48,9 @@ def resource_version(pod: Mapping[str, Any]) -> str:
 
 
 def decode_pod(platform: Platform, pod: Mapping[str, Any], key: PodKey,
-               version: str) -> DecodedPod:
-    """Decode ``pod`` (whose ``key`` and ``version`` the caller already read)."""
+               version: str, nodes: Mapping[str, NodeInfo] | None = None) -> DecodedPod:
+    """Decode ``pod`` (whose ``key`` and ``version`` the caller already read); ``nodes``, the
+    inventory's node map, types a pod by its node selection."""
     info = platform.pods.decode(pod)
     error = None
     if info.request is None:
@@ -58,6 +63,21 @@ def decode_pod(platform: Platform, pod: Mapping[str, Any], key: PodKey,
     if info.request is not None:
         placement = platform.placement_request(
             info.request, namespace=key.namespace, cpu_milli=info.cpu_milli,
-            memory_mib=info.memory_mib)
+            memory_mib=info.memory_mib, nodes=nodes)
+    typed_against = nodes if info.request is not None and \
+        info.request.selection is not None else None
     return DecodedPod(key, version, info.request, placement, error, info.cpu_milli,
-                      info.memory_mib, info.node_name)
+                      info.memory_mib, info.node_name, typed_against)
+
+
+def retyped(platform: Platform, decoded: DecodedPod,
+            nodes: Mapping[str, NodeInfo]) -> DecodedPod:
+    """``decoded`` with its selection typing re-resolved if the inventory's nodes changed (the
+    typing itself is cached per distinct selection, so this is cheap)."""
+    if decoded.request is None or decoded.request.selection is None or \
+            nodes is decoded.typed_against:
+        return decoded
+    placement = platform.placement_request(
+        decoded.request, namespace=decoded.key.namespace, cpu_milli=decoded.cpu_milli,
+        memory_mib=decoded.memory_mib, nodes=nodes)
+    return replace(decoded, placement=placement, typed_against=nodes)

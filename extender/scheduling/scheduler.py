@@ -55,7 +55,8 @@ class Scheduler:
                  on_new_pod: Callable[[Mapping[str, Any]], None] | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.inventory = inventory
-        self.cycles = CycleTable(platform, on_new_pod=on_new_pod)
+        self.cycles = CycleTable(platform, on_new_pod=on_new_pod,
+                                 nodes=lambda: inventory.snapshot().nodes)
         self.evaluator = Evaluator(platform, self.cycles, check_cpu_memory=check_cpu_memory)
         self.scorer = Scorer(platform.strategy(workload=workload))
         self.placed = PlacedPods(workload)

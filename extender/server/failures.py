@@ -10,8 +10,14 @@ import numpy as np
 import numpy.typing as npt
 
 from extender.catalog import Catalog
-from extender.core.reasons import VERDICT_BY_CODE, Reason, format_reason
-from extender.model import Verdict
+from extender.core.reasons import (
+    POD_DEPENDENT,
+    VERDICT_BY_CODE,
+    Reason,
+    format_reason,
+    format_reason_for,
+)
+from extender.model import GpuRequest, Verdict
 from extender.scheduling.evaluate import Evaluation
 from extender.server.answers import NodeGroup, pick
 
@@ -25,7 +31,14 @@ class ReasonMessages:
         self._limit = limit
         self._cache: dict[tuple[int, int, int, int], str] = {}
 
-    def messages(self, code: npt.NDArray[np.int8], params: npt.NDArray[np.int64]) -> list[str]:
+    def messages(self, code: npt.NDArray[np.int8], params: npt.NDArray[np.int64],
+                 request: GpuRequest | None = None) -> list[str]:
+        """``request``: the pod's, for the reasons whose text names what the pod asked
+        ("the pod accepts a100-80gb only (label ...)"); those are not memoized."""
+        if request is not None and POD_DEPENDENT & set(code.tolist()):
+            return [format_reason_for(self._catalog, request, *key) for key in zip(
+                code.tolist(), params[:, 0].tolist(), params[:, 1].tolist(),
+                params[:, 2].tolist(), strict=True)]
         cache = self._cache
         if len(cache) > self._limit:
             cache.clear()
@@ -41,7 +54,8 @@ class ReasonMessages:
         return out
 
 
-def group_failures(evaluation: Evaluation, messages: ReasonMessages
+def group_failures(evaluation: Evaluation, messages: ReasonMessages,
+                   request: GpuRequest | None = None
                    ) -> tuple[list[str], list[NodeGroup], list[NodeGroup]]:
     """``(feasible names, FailedNodes groups, FailedAndUnresolvableNodes groups)``: failed
     nodes grouped by identical (code, numbers), i.e. identical message, found with one
@@ -64,7 +78,7 @@ def group_failures(evaluation: Evaluation, messages: ReasonMessages
     order = np.argsort(inverse, kind="stable")
     ends = np.cumsum(np.bincount(inverse, minlength=len(first))).tolist()
     grouped_positions = failed_positions[order]
-    texts = messages.messages(codes[first].astype(np.int8), params[first])
+    texts = messages.messages(codes[first].astype(np.int8), params[first], request)
     hopeless = (VERDICT_BY_CODE[codes[first]] == Verdict.UNRESOLVABLE.value).tolist()
     failed: list[NodeGroup] = []
     unresolvable: list[NodeGroup] = []

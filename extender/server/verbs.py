@@ -73,7 +73,8 @@ class SchedulingVerbs:
         evaluation = outcome.evaluation
         assert evaluation is not None
         self._metrics.node_verdicts(evaluation.code)
-        return _filter_answer(args, *group_failures(evaluation, self._messages))
+        return _filter_answer(args, *group_failures(evaluation, self._messages,
+                                                    outcome.cycle.pod.request))
 
     def prioritize(self, args: ExtenderArgs) -> Answer:
         """Scores 1..10 of the nodes that fit; every node not listed scores 0."""
@@ -101,7 +102,9 @@ class SchedulingVerbs:
         report: dict[str, Any] = {
             "pod": str(pod.key), "uid": pod.key.uid,
             "request": pod.request.describe() if pod.request else None,
-            "typeSource": pod.request.type_source if pod.request else None,
+            # the placement's request: a pod typed by its node selection says by which rule
+            "typeSource": (pod.placement.request.type_source if pod.placement
+                           else pod.request.type_source if pod.request else None),
             "error": pod.error, "synced": self.scheduler.inventory.has_synced(),
             "generation": explanation.snapshot.generation,
         }
@@ -113,7 +116,7 @@ class SchedulingVerbs:
         scores = np.full(len(names), -1, dtype=np.int64)
         positions = evaluation.known[np.flatnonzero(evaluation.fit.fits)]
         scores[positions] = wire_scores(result.scores)
-        messages = self._messages.messages(evaluation.code, evaluation.params)
+        messages = self._messages.messages(evaluation.code, evaluation.params, pod.request)
         verdicts = [_VERDICT_NAMES[v] for v in evaluation.verdict.tolist()]
         rows = sorted(zip(names, verdicts, messages, scores.tolist(), strict=True),
                       key=lambda r: (_VERDICT_ORDER[r[1]], -r[3], r[0]))

@@ -36,9 +36,9 @@ class TestDefaults:
         assert {"t4", "l4", "a10g", "l40s", "v100-16gb", "a100-40gb", "a100-80gb", "h100-80gb",
                 "h200-141gb", "b200-180gb"} <= set(by_id(defaults))
 
-    def test_presets_are_all_four_in_priority_order(self, defaults: PlatformConfig) -> None:
+    def test_presets_are_all_five_in_priority_order(self, defaults: PlatformConfig) -> None:
         assert defaults.node_labels.presets == DEFAULT_PRESETS == (
-            "gfd", "gke", "eks-karpenter", "aks")
+            "gfd", "gke", "eks-karpenter", "aks", "flyte")
         assert defaults.node_labels.custom == ()
 
     def test_protection_follows_the_catalog_flags(self, defaults: PlatformConfig) -> None:

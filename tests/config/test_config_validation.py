@@ -130,7 +130,7 @@ SINGLE_MISTAKES = [
     # -- nodeLabels --
     P({"nodeLabels": []}, "nodeLabels", "must be a mapping", id="nodeLabels must be a mapping"),
     P({"nodeLabels": {"presets": ["gfd", "eks"]}}, "nodeLabels.presets[1]",
-      "unknown preset 'eks'; accepted: aks, eks-karpenter, gfd, gke",
+      "unknown preset 'eks'; accepted: aks, eks-karpenter, flyte, gfd, gke",
       id="an unknown preset lists the accepted ones"),
     P({"nodeLabels": {"presets": [["gfd"]]}}, "nodeLabels.presets[0]", "unknown preset",
       id="a preset that is a list is reported, not a crash"),

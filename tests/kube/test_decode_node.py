@@ -239,12 +239,14 @@ def custom_nodes() -> tuple[NodeDecoder, Catalog]:
           "a100-40gb", None, id="a mapping to a family is narrowed like a family label"),
         P(make_node().label("k8s.amazonaws.com/accelerator", "nvidia-tesla-k80")
           .allocatable(gpu=1), "unknown",
-          "k8s.amazonaws.com/accelerator='nvidia-tesla-k80' is not in the accelerator catalog",
+          "k8s.amazonaws.com/accelerator='nvidia-tesla-k80' is not in the accelerator catalog "
+          "(add it under `accelerators` with this name in `aliases`)",
           id="a value the mapping does not list is an unknown type"),
         P(make_node().gke("nvidia-l4").allocatable(gpu=1), "unknown",
           "advertises GPUs but has no GPU type label (expected one of: "
           "k8s.amazonaws.com/accelerator, example.com/gpu-model, nvidia.com/gpu.product, "
-          "karpenter.k8s.aws/instance-gpu-name)",
+          "karpenter.k8s.aws/instance-gpu-name, or node.kubernetes.io/instance-type of a known "
+          "instance type)",
           id="a preset left out of the config is not read"),
     ],
 )
@@ -273,7 +275,8 @@ def test_an_unknown_gpu_model_is_the_unknown_type_with_a_problem(nodes: NodeDeco
     assert {g.type_index for g in info.gpus} == {catalog.unknown_index}
     assert info.type_name == "NVIDIA-RTX-9090"
     assert info.problems == (
-        "nvidia.com/gpu.product='NVIDIA-RTX-9090' is not in the accelerator catalog",)
+        "nvidia.com/gpu.product='NVIDIA-RTX-9090' is not in the accelerator catalog "
+        "(add it under `accelerators` with this name in `aliases`)",)
 
 
 def test_gpus_without_a_type_label_are_unknown_with_a_problem(nodes: NodeDecoder,

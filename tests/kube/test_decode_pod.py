@@ -381,7 +381,7 @@ INVALID = [
                   "accepted: at most 16384Mi"], id="VRAM larger than the named type"),
     # 200 * 1024 = 204800 MiB > the B200's 184320 MiB
     P(make_pod().gpu_memory("200Gi"), f"{C0}.limits[gpu-extender.io/gpu-memory]", "204800Mi",
-      ["larger than any accepted GPU (largest 184320 MiB"],
+      ["larger than any accepted GPU (largest 190464 MiB"],
       id="VRAM larger than any GPU at all"),
     P(make_pod().gpu_memory("4GiB"), f"{C0}.limits[gpu-extender.io/gpu-memory]", "4GiB",
       ["not a memory quantity", "4096Mi"], id="a VRAM amount that is not a quantity"),

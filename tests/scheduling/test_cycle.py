@@ -9,7 +9,8 @@ from extender.inventory.store import HoldingState
 from extender.platform import Platform
 from extender.server.service import ExtenderService
 from extender.server.wire import ExtenderArgs, ExtenderBindingArgs
-from tests.server.conftest import FakeClock, online_service
+from tests.clock import FakeClock
+from tests.server.conftest import online_service
 from tests.sync.clusters import l4_node, t4_node, whole_pod
 from tests.sync.fake_api import FakeApiServer
 
