@@ -104,7 +104,9 @@ class ShadowJudge:
     def _type_violations(self, snapshot: ClusterSnapshot, info: PodInfo, row: int,
                          actual: Assignment | None) -> list[Violation]:
         assert info.request is not None
-        placement = self._platform.placement_request(info.request, namespace=info.key.namespace)
+        # typed by its node selection as the extender would type it (issue 9)
+        placement = self._platform.placement_request(info.request, namespace=info.key.namespace,
+                                                     nodes=snapshot.nodes)
         type_index = _granted_type_index(snapshot, row, actual) if actual else \
             _node_type_index(snapshot, row)
         if type_index < 0 or bool(placement.allowed[type_index]):

@@ -112,7 +112,7 @@ def _replay(platform: Platform, policy: str, objects: ClusterObjects,
 def _place(service: Any, pod: dict[str, Any], names: list[str]) -> Outcome:
     meta = pod["metadata"]
     key = f"{meta['namespace']}/{meta['name']}"
-    decoded = service.pods.decode(pod, learn=False)
+    decoded = service.scheduler.cycles.detached(pod).pod  # leaves no trace
     request = _describe(service, decoded.request)
     if decoded.error:
         return Outcome(key, "invalid", waits=decoded.error)
@@ -130,8 +130,8 @@ def _place(service: Any, pod: dict[str, Any], names: list[str]) -> Outcome:
     best = [n for n in feasible if scores.get(n, 0) == best_score]
     held = service.inventory.holding(meta["uid"])
     node = held.node if held is not None and held.node in best else sorted(best)[0]
-    result = service.binding.bind({"PodName": meta["name"], "PodNamespace": meta["namespace"],
-                                   "PodUID": meta["uid"], "Node": node})
+    result = service.verbs.bind({"PodName": meta["name"], "PodNamespace": meta["namespace"],
+                                 "PodUID": meta["uid"], "Node": node}).document()
     if result["Error"]:
         return Outcome(key, request, waits=f"bind to {node} refused: {result['Error']}")
     holding = service.inventory.holding(meta["uid"])

@@ -57,14 +57,14 @@ def test_a_full_section_builds() -> None:
     P({"platformMapping": {"typeLabel": "eks"}},
       ["admission.platformMapping.typeLabel: 'eks' is neither a preset nor a key of "
        "nodeLabels.custom (the extender must read the label it writes); accepted: aks, "
-       "eks-karpenter, gfd, gke, or null"], id="type label"),
+       "eks-karpenter, flyte, gfd, gke, or null"], id="type label"),
     P({"platformMapping": {"gpuTypes": [{"name": "a1000", "toleration": []}]}},
       ["admission.platformMapping.gpuTypes[0].toleration: unknown field; accepted: name, "
        "nodeSelector, tolerations",
        "admission.platformMapping.gpuTypes[0].name: unknown GPU type 'a1000'; accepted: a10, "
-       "a100, a100-40gb, a100-80gb, a10g, a30, a800, a800-80gb, b200, b200-180gb, h100, "
-       "h100-80gb, h100-94gb, h200, h200-141gb, h800, l4, l40s, p100, t4, v100, v100-16gb, "
-       "v100-32gb"], id="gpu type name, Flyte's singular key"),
+       "a100, a100-40gb, a100-80gb, a10g, a30, a800, a800-80gb, b200, b200-180gb, gb200, h100, "
+       "h100-80gb, h100-94gb, h200, h200-141gb, h800, l4, l40s, p100, rtx-pro-6000, t4, v100, "
+       "v100-16gb, v100-32gb"], id="gpu type name, Flyte's singular key"),
     P({"platformMapping": {"gpuTypes": [{"name": "t4", "nodeSelector": {"pool": 4}}]}},
       ["admission.platformMapping.gpuTypes[0].nodeSelector[pool]: label value must be a "
        "string of at most 63 characters ([A-Za-z0-9-_.]), got 4; quote numbers"],

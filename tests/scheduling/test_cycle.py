@@ -39,7 +39,7 @@ def args(api: FakeApiServer, name: str) -> ExtenderArgs:
 
 def schedule(service: ExtenderService, api: FakeApiServer, name: str) -> str:
     """Filter, prioritize and bind to the top node, as kube-scheduler does."""
-    assert service.verbs.filter(args(api, name))["NodeNames"] == NAMES
+    assert service.verbs.filter(args(api, name)).document()["NodeNames"] == NAMES
     scores = service.verbs.prioritize(args(api, name)).document()
     top: str = max(scores, key=lambda s: s["Score"])["Host"]
     bind = ExtenderBindingArgs(PodName=name, PodNamespace="ml", PodUID=f"uid-{name}",
@@ -119,7 +119,7 @@ def test_a_restart_relearns_the_mix_from_the_running_pods(platform: Platform) ->
     live = online_service(platform, api)
     for name, node in (("a", "n1"), ("b", "n2")):
         pod = ExtenderArgs(Pod=api.get_pod("ml", name), Nodes=None, NodeNames=[node])
-        assert live.verbs.filter(pod)["NodeNames"] == [node]
+        assert live.verbs.filter(pod).document()["NodeNames"] == [node]
         bind = ExtenderBindingArgs(PodName=name, PodNamespace="ml", PodUID=f"uid-{name}",
                                    Node=node)
         assert live.verbs.bind(bind).document() == {"Error": ""}
@@ -136,7 +136,8 @@ def test_prioritize_judges_template_nodes_as_filter_does(service: ExtenderServic
     items = [n for n in api.list_objects("nodes").items if n["metadata"]["name"] == "n1"]
     pod = ExtenderArgs(Pod=api.get_pod("ml", "a"), NodeNames=None,
                        Nodes={"items": [*items, template, too_small]})
-    feasible = [n["metadata"]["name"] for n in service.verbs.filter(pod)["Nodes"]["items"]]
+    answer = service.verbs.filter(pod).document()
+    feasible = [n["metadata"]["name"] for n in answer["Nodes"]["items"]]
     assert feasible == ["n1", "template-l4"]
     scores = {s["Host"]: s["Score"] for s in service.verbs.prioritize(pod).document()}
     assert scores.get("template-l4", 0) > 0 and "template-t4" not in scores
@@ -149,7 +150,7 @@ def test_an_invalid_request_is_refused_by_every_verb_with_the_decoders_message(
     pod = api.get_pod("ml", "a")
     pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "half"
     bad = ExtenderArgs(Pod=pod, Nodes=None, NodeNames=list(NAMES))
-    unresolvable = service.verbs.filter(bad)["FailedAndUnresolvableNodes"]
+    unresolvable = service.verbs.filter(bad).document()["FailedAndUnresolvableNodes"]
     message = unresolvable["n1"]
     assert message.startswith("invalid GPU request: ") and "half" in message
     assert service.verbs.prioritize(bad).document() == []

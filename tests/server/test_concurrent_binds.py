@@ -61,7 +61,7 @@ def test_concurrent_binds_keep_every_gpu_invariant(platform: Platform) -> None:
 
     def bind(args: ExtenderBindingArgs) -> str:
         start.wait(timeout=10)  # the first 32 binds leave together
-        return service.verbs.bind(args)["Error"]
+        return service.verbs.bind(args).document()["Error"]
 
     with ThreadPoolExecutor(max_workers=32) as pool:
         futures = [pool.submit(bind, target) for target in targets]

@@ -116,14 +116,14 @@ def test_a_retried_bind_succeeds_without_a_second_hold(service: ExtenderService,
     assert service.verbs.bind(bind_args("a", top)).document() == {"Error": ""}
     assert len([h for h in service.inventory.holdings() if h.key.name == "a"]) == 1
     other = next(n for n in NAMES if n != top)
-    error = service.verbs.bind(bind_args("a", other))["Error"]
+    error = service.verbs.bind(bind_args("a", other)).document()["Error"]
     assert f"already bound to node {top}" in error
 
 
 def test_a_bind_that_no_longer_fits_is_refused_and_counted(service: ExtenderService,
                                                            api: FakeApiServer) -> None:
     assert service.verbs.bind(bind_args("a", "n1")).document() == {"Error": ""}
-    error = service.verbs.bind(bind_args("b", "n1"))["Error"]
+    error = service.verbs.bind(bind_args("b", "n1")).document()["Error"]
     assert error.startswith("no longer fits on n1:")
     assert holder(service, "b") is None
     assert b"gpu_extender_bind_conflicts_total 1.0" in service.metrics.exposition()
@@ -135,7 +135,7 @@ def test_an_api_failure_releases_the_reservation(service: ExtenderService,
                                                  api: FakeApiServer) -> None:
     _, top = schedule(service, api, "a")
     api.fail_bindings.add("a")
-    error = service.verbs.bind(bind_args("a", top))["Error"]
+    error = service.verbs.bind(bind_args("a", top)).document()["Error"]
     assert "injected binding failure" in error
     assert holder(service, "a") is None
     assert service.verbs.filter(args(api, "b")).document()["NodeNames"] == NAMES
@@ -143,14 +143,14 @@ def test_an_api_failure_releases_the_reservation(service: ExtenderService,
 
 
 def test_binding_an_unknown_pod_or_node_is_an_error(service: ExtenderService) -> None:
-    assert "not found" in service.verbs.bind(bind_args("ghost", "n1"))["Error"]
+    assert "not found" in service.verbs.bind(bind_args("ghost", "n1")).document()["Error"]
     assert "not in the GPU inventory" in \
-        service.verbs.bind(bind_args("a", "nowhere"))["Error"]
+        service.verbs.bind(bind_args("a", "nowhere")).document()["Error"]
 
 
 def test_a_recreated_pod_is_not_bound(service: ExtenderService, api: FakeApiServer) -> None:
     stale = ExtenderBindingArgs(PodName="a", PodNamespace="ml", PodUID="old-uid", Node="n1")
-    assert "recreated" in service.verbs.bind(stale)["Error"]
+    assert "recreated" in service.verbs.bind(stale).document()["Error"]
 
 
 def test_a_pod_without_gpus_is_bound_like_the_default_binder(

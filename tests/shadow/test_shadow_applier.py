@@ -64,17 +64,18 @@ def test_vram_over_memory_untyped_on_protected_and_a_pod_judged_once(
     service, records = shadow(platform)
     for i in range(3):  # 3 x 8 GiB on one 16 GiB T4: the third over-commits it
         bind(service, make_pod(f"s{i}").uid(f"s{i}").gpu_memory("8Gi").obj(), "t4-0")
-    bind(service, make_pod("u").uid("u").gpus(1).node_selector("pool", "b").obj(), "a100-0")
+    # an untyped pod (no type, and no selection that reaches only protected nodes) on the A100
+    bind(service, make_pod("u").uid("u").gpus(1).obj(), "a100-0")
     kinds = [[v.invariant for v in r.violations] for r in records]
     assert kinds == [[], [], [Invariant.VRAM_OVER_MEMORY], [Invariant.PROTECTED_TYPE]]
-    assert records[3].would.node == "" and "protected" in records[3].would.reason
+    assert records[3].would.node == "t4-1", "gpu-extender would have used the free T4"
     # another event of an already judged pod is not judged again
     service.applier.pod_event("MODIFIED", {**make_pod("u").uid("u").gpus(1).obj(),
                                            "spec": {**make_pod("u").gpus(1).obj()["spec"],
                                                     "nodeName": "a100-0"}})
     assert len(records) == 4
     report = service.ledger.to_json()
-    assert report["totals"] == {"judged": 4, "agree": 1, "differ": 2, "wouldWait": 1,
+    assert report["totals"] == {"judged": 4, "agree": 1, "differ": 3, "wouldWait": 0,
                                 "withViolations": 2}
     assert report["violations"]["vram-over-memory"] == 1
     text = render(report)
@@ -98,3 +99,13 @@ def test_ledger_state_file_round_trips(tmp_path: Any, platform: Platform) -> Non
     ledger.save()
     assert (tmp_path / "state.json").read_bytes().startswith(b"{")
     assert Inventory  # the shadow builds its own inventory (imported for the type only)
+
+
+def test_a_pod_whose_selection_reaches_only_protected_nodes_is_typed_not_a_violation(
+        platform: Platform) -> None:
+    # pool=b holds only the A100: the pod asked for it by its node selection (issue 9)
+    service, records = shadow(platform)
+    bind(service, make_pod("sel").uid("sel").gpus(1).node_selector("pool", "b").obj(), "a100-0")
+    (record,) = records
+    assert record.violations == ()
+    assert record.would.node == "a100-0"

@@ -68,7 +68,8 @@ CASES = [
                                expr(PARTITION, "In", "3g.40gb"))],
       id="MIG on GKE: the partition pool of that profile"),
     P(GKE_ONLY, make_pod("p").gpu_memory("4Gi").accelerator("l4"),
-      [SCHEDULER, new_affinity(expr(GKE, "In", "nvidia-l4")),
+      # GKE names L4 nodes nvidia-l4, or nvidia-l4-vws with the virtual workstation driver
+      [SCHEDULER, new_affinity(expr(GKE, "In", "nvidia-l4", "nvidia-l4-vws")),
        {"op": "add", "path": "/spec/containers/0/env", "value": [ENV]}],
       id="VRAM share: no partition expression, NVIDIA_VISIBLE_DEVICES from the annotation"),
     P(GKE_ONLY, make_pod("p").gpus(2),
