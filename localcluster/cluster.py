@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import ssl
 import sys
 import tempfile
 import time
@@ -55,6 +56,13 @@ class ExtenderSpec:
     ready_path: str = "/readyz"
     cwd: Path | None = None
     ready_timeout_s: float = 30.0
+    ready_context: ssl.SSLContext | None = None
+    """Set when the extender serves HTTPS: the client context the readiness poll uses (trusted
+    CA, and a client certificate when the extender requires mutual TLS)."""
+
+    @property
+    def scheme(self) -> str:
+        return "http" if self.ready_context is None else "https"
 
 
 @dataclass(frozen=True)
@@ -303,7 +311,8 @@ class LocalCluster:
         env = {**os.environ, **spec.env, "KUBECONFIG": str(self.kubeconfig("gpu-extender"))}
         process = self._launch(EXTENDER_NAME, spec.command(self._extender_port), env, spec.cwd)
         self._extender_process = process
-        wait_until_ready(process, f"{self.extender_url}{spec.ready_path}", spec.ready_timeout_s)
+        wait_until_ready(process, f"{self.extender_url}{spec.ready_path}", spec.ready_timeout_s,
+                         spec.ready_context)
 
     def stop_extender(self) -> None:
         if self._extender_process is not None:
@@ -329,7 +338,12 @@ class LocalCluster:
 
     @property
     def extender_url(self) -> str:
-        return f"http://127.0.0.1:{self._extender_port}"
+        scheme = self._extender_spec.scheme if self._extender_spec is not None else "http"
+        return f"{scheme}://127.0.0.1:{self._extender_port}"
+
+    @property
+    def extender_pid(self) -> int | None:
+        return self._extender_process.pid if self._extender_process is not None else None
 
     @property
     def scheduler_url(self) -> str:
