@@ -47,8 +47,15 @@ fi
 
 export CGO_ENABLED=0 GOTOOLCHAIN=local
 start_s=$SECONDS
-# helm's version package reads these; without them `helm version` would say v3.<unknown>.
+# The ldflags of helm's own Makefile: its version, and the Kubernetes version `helm template` and
+# `helm lint` assume without a cluster (client-go v0.X.Y means Kubernetes 1.X; unset it is 1.20,
+# which fails the chart's kubeVersion constraint).
+client_go=$(awk '$1 == "k8s.io/client-go" && $2 ~ /^v/ {print $2; exit}' "$helm_module/go.mod")
+k8s_minor=$(echo "$client_go" | cut -d. -f2)
 ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$helm_version"
+for package in pkg/lint/rules pkg/chartutil; do
+  ldflags+=" -X helm.sh/helm/v3/$package.k8sVersionMajor=1 -X helm.sh/helm/v3/$package.k8sVersionMinor=$k8s_minor"
+done
 partial="$key_dir/bin.partial"
 rm -rf "$partial"
 mkdir -p "$partial"
