@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from localcluster import ControlPlaneBinaries, find_binaries
 from localcluster.helm import MODES, PRESETS, Helm, find_helm
 
 # (id, values files, --set assignments): the defaults, every preset in both modes, and the
@@ -37,3 +38,12 @@ def helm() -> Helm:
 def renderings(helm: Helm) -> dict[str, list[dict[str, Any]]]:
     return {name: helm.documents(values_files=files, set_values=sets)
             for name, files, sets in RENDERINGS}
+
+
+@pytest.fixture(scope="session")
+def controlplane_binaries() -> ControlPlaneBinaries:
+    """As in tests/e2e: the cached control-plane build (built on first use)."""
+    try:
+        return find_binaries()
+    except (RuntimeError, FileNotFoundError) as error:
+        pytest.fail(f"control-plane binaries unavailable: {error}", pytrace=False)
