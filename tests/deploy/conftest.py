@@ -18,6 +18,7 @@ RENDERINGS: list[tuple[str, tuple[Path, ...], tuple[str, ...]]] = [
       for preset in PRESETS for mode in MODES],
     ("everything-on-extender-service", (), (
         "mode=extender-service", "replicas=3", "metrics.serviceMonitor.enabled=true",
+        "metrics.dashboard.enabled=true",
         "tls.clientCA=-----BEGIN CERTIFICATE-----", "networkPolicy.schedulerCIDRs={10.0.0.0/24}",
         "image.digest=sha256:" + "0" * 64)),
     ("cert-manager-extender-service", (), (

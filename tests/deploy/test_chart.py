@@ -188,3 +188,15 @@ def test_manifests_are_the_generated_default_rendering(helm: Helm) -> None:
     for path, expected in default_manifests(helm).items():
         assert path.read_text() == expected, \
             f"{path.relative_to(REPO_ROOT)} drifted from the chart: run `make manifests`"
+
+
+def test_dashboard_configmap_carries_the_dashboard_for_the_grafana_sidecar(
+        renderings: dict[str, list[dict[str, Any]]]) -> None:
+    import json
+
+    [config_map] = [doc for doc in _of_kind(renderings["everything-on-extender-service"],
+                                            "ConfigMap")
+                    if doc["metadata"]["name"].endswith("-dashboard")]
+    assert config_map["metadata"]["labels"]["grafana_dashboard"] == "1"
+    shipped = json.loads((CHART / "dashboards" / "gpu-extender.json").read_text())
+    assert json.loads(config_map["data"]["gpu-extender.json"]) == shipped
