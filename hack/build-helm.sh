@@ -59,7 +59,7 @@ done
 partial="$key_dir/bin.partial"
 rm -rf "$partial"
 mkdir -p "$partial"
-echo "build-helm: building helm $helm_version from its Go module (a cold build takes about 2 minutes on 2 cores)" >&2
+echo "build-helm: building helm $helm_version from its Go module (a cold build takes 3-5 minutes on 2 cores: 2m50s of CPU)" >&2
 (cd "$helm_module" && go mod download && go build -trimpath -ldflags "$ldflags" -o "$partial/helm" helm.sh/helm/v3/cmd/helm)
 rm -rf "$key_dir/bin"
 mv "$partial" "$key_dir/bin"
