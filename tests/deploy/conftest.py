@@ -21,6 +21,7 @@ RENDERINGS: list[tuple[str, tuple[Path, ...], tuple[str, ...]]] = [
         "metrics.dashboard.enabled=true",
         "tls.clientCA=-----BEGIN CERTIFICATE-----", "networkPolicy.schedulerCIDRs={10.0.0.0/24}",
         "image.digest=sha256:" + "0" * 64)),
+    ("agent-and-webhook-second-scheduler", (), ("agent.enabled=true", "webhook.enabled=true")),
     ("cert-manager-extender-service", (), (
         "mode=extender-service", "tls.source=certManager",
         "tls.certManager.issuerRef.name=cluster-ca")),

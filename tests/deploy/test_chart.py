@@ -52,11 +52,10 @@ def test_every_probe_targets_the_pod_not_the_node(
             if probe is None:
                 continue
             probed += 1
-            action = probe.get("httpGet") or probe.get("exec")
-            assert action is not None, f"{container['name']}.{kind}: no httpGet or exec"
-            if "httpGet" in probe:
-                assert "host" not in probe["httpGet"], f"{container['name']}.{kind}"
-                port = probe["httpGet"]["port"]
+            [action] = [a for a in ("httpGet", "tcpSocket", "exec") if a in probe]
+            if action != "exec":
+                assert "host" not in probe[action], f"{container['name']}.{kind}"
+                port = probe[action]["port"]
                 assert isinstance(port, int) or port in port_names, \
                     f"{container['name']}.{kind}: port {port!r} not among {port_names}"
         assert "readinessProbe" in container and "livenessProbe" in container, container["name"]
@@ -128,8 +127,55 @@ def test_scheduler_config_points_at_the_extender_the_chart_runs(
 
 
 def container_service(documents: list[dict[str, Any]]) -> str:
-    """The verbs Service's name (extender-service mode): the Deployment's name."""
-    return str(_of_kind(documents, "Deployment")[0]["metadata"]["name"])
+    """The verbs Service's name (extender-service mode): the extender Deployment's name."""
+    return str(next(doc["metadata"]["name"] for doc in _of_kind(documents, "Deployment")
+                    if any(c["name"] == "gpu-extender"
+                           for c in doc["spec"]["template"]["spec"]["containers"])))
+
+
+@pytest.mark.parametrize("name", [name for name, _, _ in RENDERINGS])
+def test_pdb_and_metrics_service_select_only_the_extender_pods(
+        renderings: dict[str, list[dict[str, Any]]], name: str) -> None:
+    documents = renderings[name]
+    extender = next(doc for doc in _of_kind(documents, "Deployment")
+                    if doc["metadata"]["name"] == container_service(documents))
+    pod_labels = extender["spec"]["template"]["metadata"]["labels"]
+    others = [doc["spec"]["template"]["metadata"]["labels"] for doc in documents
+              if doc["kind"] in ("Deployment", "DaemonSet") and doc is not extender]
+    selectors = [doc["spec"]["selector"]["matchLabels"] for doc in
+                 _of_kind(documents, "PodDisruptionBudget")]
+    selectors += [doc["spec"]["selector"] for doc in _of_kind(documents, "Service")
+                  if doc["metadata"]["name"].endswith("-metrics")]
+    for selector in selectors:
+        assert selector.items() <= pod_labels.items()
+        for labels in others:
+            assert not selector.items() <= labels.items(), (selector, labels)
+
+
+def test_agent_daemonset_runs_on_every_gpu_node_locked_down(
+        renderings: dict[str, list[dict[str, Any]]]) -> None:
+    [daemonset] = _of_kind(renderings["agent-and-webhook-second-scheduler"], "DaemonSet")
+    spec = daemonset["spec"]["template"]["spec"]
+    [container] = spec["containers"]
+    assert container["args"][0] == "agent"
+    assert container["securityContext"] == HARDENED
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in \
+        spec["tolerations"]
+    assert any(e["name"] == "NODE_NAME" for e in container["env"])
+
+
+def test_webhook_is_served_with_the_ca_it_is_registered_with(
+        renderings: dict[str, list[dict[str, Any]]]) -> None:
+    documents = renderings["agent-and-webhook-second-scheduler"]
+    [config] = _of_kind(documents, "MutatingWebhookConfiguration")
+    [hook] = config["webhooks"]
+    secret = next(d for d in _of_kind(documents, "Secret")
+                  if d["metadata"]["name"].endswith("-webhook-tls"))
+    assert hook["clientConfig"]["caBundle"] == secret["data"]["ca.crt"]
+    webhook = next(c for c in _containers(documents) if c["name"] == "webhook")
+    assert webhook["args"][:2] == ["webhook", "--config=/etc/gpu-extender/platform.yaml"]
+    assert "--tls-cert-file=/etc/gpu-extender-tls/tls.crt" in webhook["args"]
+    assert hook["namespaceSelector"]["matchExpressions"][0]["values"] == ["kube-system"]
 
 
 def test_chart_managed_resources_match_the_shipped_scheduler_config(

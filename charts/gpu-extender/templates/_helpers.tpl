@@ -197,3 +197,8 @@ extenders:
     managedResources:
       {{- toYaml .Values.managedResources | nindent 6 }}
 {{- end -}}
+
+{{/* The component label of the pods that run the extender (PDB and metrics Service). */}}
+{{- define "gpu-extender.component" -}}
+{{- if eq .Values.mode "extender-service" }}extender{{ else }}scheduler{{ end -}}
+{{- end -}}
