@@ -34,6 +34,19 @@ def parse_address(text: str) -> tuple[str, int]:
     return host.strip("[]") or "0.0.0.0", int(port)
 
 
+def check_bindable(host: str, port: int) -> None:
+    """Fail in the master, with the flag named, when the address cannot be bound (taken, or
+    not an address of this machine); the worker binds it for real after the fork."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise flag_error("--monitoring-address",
+                             f"cannot listen on {host}:{port}: {exc.strerror}") from exc
+
+
 class _QuietHandler(WSGIRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # probes every few seconds
         return
@@ -96,6 +109,7 @@ class MonitoringServer:
         self._thread.start()
 
     def stop(self) -> None:
-        self._server.shutdown()
+        if self._thread.is_alive():  # shutdown() waits for a serve_forever that never ran
+            self._server.shutdown()
+            self._thread.join(timeout=5)
         self._server.server_close()
-        self._thread.join(timeout=5)

@@ -38,11 +38,13 @@ class ExtenderApplication(BaseApplication):  # type: ignore[misc]
     def load(self) -> Any:
         service = self._build()
         service.freeze_heap_when_synced = True  # this process is the service's alone
+        if self._monitoring_address is not None:
+            # bound before any watch starts: a taken port fails the worker's boot cleanly
+            self._monitoring = MonitoringServer(service, *self._monitoring_address)
         service.start()
         self._service = service
-        if self._monitoring_address is not None:
-            # started with the service, so probes see readiness flip when the first sync lands
-            self._monitoring = MonitoringServer(service, *self._monitoring_address)
+        if self._monitoring is not None:
+            # serving from the start, so probes see readiness flip when the first sync lands
             self._monitoring.start()
         return create_app(service, debug_endpoints=self._debug_endpoints)
 

@@ -21,7 +21,7 @@ from extender.server.gunicorn_conf import (
     gunicorn_settings,
 )
 from extender.server.logs import LEVELS
-from extender.server.monitoring import parse_address
+from extender.server.monitoring import check_bindable, parse_address
 from extender.server.tls import TlsFiles, flag_error
 
 EXIT_USAGE = 2
@@ -100,6 +100,8 @@ def run_serve(args: argparse.Namespace) -> int:
             tls.check()
         monitoring = (parse_address(args.monitoring_address)
                       if args.monitoring_address else None)
+        if monitoring is not None:
+            check_bindable(*monitoring)
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return EXIT_USAGE

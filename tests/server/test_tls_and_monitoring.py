@@ -130,6 +130,22 @@ def test_bad_flags_exit_2_naming_the_flag(tmp_path: Path, args: list[str],
     assert message in text and "Traceback" not in text
 
 
+def test_taken_monitoring_port_exits_2_naming_the_flag(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        log = tmp_path / "out.log"
+        process = _serve(["--port", str(free_port()),
+                          "--monitoring-address", f"127.0.0.1:{port}"], log)
+        assert process.wait(timeout=30) == 2
+    text = log.read_text()
+    assert f"--monitoring-address: cannot listen on 127.0.0.1:{port}" in text
+    assert "Traceback" not in text
+
+
 def test_key_not_matching_the_certificate_is_refused(tmp_path: Path) -> None:
     generate_pki(tmp_path / "pki")
     one = issue_from_ca(tmp_path / "a", "server", SERVER_NAME, server=True,
