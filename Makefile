@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: all venv controlplane lint test test-unit test-e2e demo bench clean
+.PHONY: all venv controlplane helm manifests check-deploy lint test test-unit test-e2e demo bench clean
 
 all: test
 
@@ -24,19 +24,32 @@ venv: $(STAMP)
 controlplane:
 	bash hack/build-controlplane.sh >/dev/null
 
+helm:
+	bash hack/build-helm.sh >/dev/null
+
+# manifests/ is the plain rendering of the chart's default values (tests/deploy fails on drift).
+manifests: $(STAMP) helm
+	$(BIN)/python -m localcluster.helm manifests
+
+# helm lint; every preset x both modes rendered and checked (probes, hardening, platform config
+# through check-config); server-side dry run of each against the local control plane, RBAC
+# included; then the default rendering installed, upgraded and rolled back for real there.
+check-deploy: $(STAMP) helm controlplane
+	$(BIN)/pytest -m deploy $(PYTEST_ARGS)
+
 lint: $(STAMP)
 	$(BIN)/ruff check extender localcluster tests benchmarks demo
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache  # the import contract in .importlinter
 
 test-unit: $(STAMP)
-	$(BIN)/pytest -m "not e2e" $(PYTEST_ARGS)
+	$(BIN)/pytest -m "not e2e and not deploy" $(PYTEST_ARGS)
 
 test-e2e: $(STAMP) controlplane
 	$(BIN)/pytest -m e2e $(PYTEST_ARGS)
 
 # Everything CI runs: lint, unit tests, end-to-end tests against the real control plane.
-test: lint test-unit test-e2e
+test: lint test-unit check-deploy test-e2e
 
 demo: $(STAMP) controlplane
 	$(BIN)/python -m demo

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import ssl
 import sys
 import tempfile
 import time
@@ -23,6 +24,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Literal, TypeVar
 
+import yaml
 from kubernetes import client, config, utils
 
 from localcluster import components
@@ -55,6 +57,35 @@ class ExtenderSpec:
     ready_path: str = "/readyz"
     cwd: Path | None = None
     ready_timeout_s: float = 30.0
+    ready_context: ssl.SSLContext | None = None
+    """Set when the extender serves HTTPS: the client context the readiness poll uses (trusted
+    CA, and a client certificate when the extender requires mutual TLS)."""
+
+    @property
+    def scheme(self) -> str:
+        return "http" if self.ready_context is None else "https"
+
+
+@dataclass(frozen=True)
+class SchedulerPair:
+    """One kube-scheduler and the extender it calls (one replica of the chart's pod)."""
+
+    extender: ManagedProcess
+    scheduler: ManagedProcess
+    extender_port: int
+
+    def is_leader(self) -> bool:
+        """The scheduler logged that it holds the leader-election lease."""
+        try:
+            log = self.scheduler.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return False
+        return "successfully acquired lease" in log.lower()
+
+    def kill(self) -> None:
+        """Crash both processes (SIGKILL), as a node failure would."""
+        self.scheduler.kill()
+        self.extender.kill()
 
 
 @dataclass(frozen=True)
@@ -89,6 +120,7 @@ class LocalCluster:
         scheduler_args: Sequence[str] = ("--v=2",),
         timeouts: Timeouts = Timeouts(),
         keep_dir: bool = False,
+        leader_elect: bool = False,
     ) -> None:
         self._scheduler_config_source = scheduler_config
         self._extender_spec = extender
@@ -98,6 +130,9 @@ class LocalCluster:
         self._scheduler_args = list(scheduler_args)
         self._timeouts = timeouts
         self._keep_dir = keep_dir or bool(os.environ.get(KEEP_DIR_ENV))
+        self._leader_elect = leader_elect
+        self._scheduler_process: ManagedProcess | None = None
+        self._extra_pairs: list[SchedulerPair] = []
 
         self._workdir: Path | None = None
         self._apiserver_port = 0
@@ -179,7 +214,7 @@ class LocalCluster:
 
     def _start_all(self) -> None:
         workdir = self.workdir
-        binaries = self._binaries or find_binaries()
+        binaries = self._binaries = self._binaries or find_binaries()
         pki = generate_pki(workdir / "pki")
 
         self._apiserver_port = free_port()
@@ -225,28 +260,88 @@ class LocalCluster:
             self._start_scheduler(binaries)
 
     def _start_scheduler(self, binaries: ControlPlaneBinaries) -> None:
+        if self._leader_elect:
+            self._grant_scheduler_lease()
+        self._scheduler_port = free_port()
+        self._scheduler_process = self._launch_scheduler(
+            binaries, "kube-scheduler", self._extender_port, self._scheduler_port)
+
+    def _launch_scheduler(self, binaries: ControlPlaneBinaries, name: str, extender_port: int,
+                          port: int) -> ManagedProcess:
         assert self._scheduler_config_source is not None
         config_file = write_scheduler_config(
             self._scheduler_config_source,
-            self.workdir / "scheduler-config.yaml",
+            self.workdir / f"{name}-config.yaml",
             self.kubeconfig("kube-scheduler"),
-            f"127.0.0.1:{self._extender_port}" if self._extender_spec is not None else None,
+            f"127.0.0.1:{extender_port}" if self._extender_spec is not None else None,
         )
-        self._scheduler_port = free_port()
         scheduler = self._launch(
-            "kube-scheduler",
+            name,
             components.scheduler_command(
-                binaries.kube_scheduler, config_file, self._scheduler_port, self._scheduler_args
+                binaries.kube_scheduler, config_file, port, self._scheduler_args,
+                leader_elect=self._leader_elect,
             ),
         )
-        # /readyz (not only /healthz) so the informer caches are synced before tests create pods.
+        # /healthz, then /readyz so the informer caches are synced before tests create pods
+        # (a follower waiting for the lease is ready too).
         for path in ("/healthz", "/readyz"):
             wait_until_ready(
                 scheduler,
-                f"https://127.0.0.1:{self._scheduler_port}{path}",
+                f"https://127.0.0.1:{port}{path}",
                 self._timeouts.scheduler_s,
                 tls_context(None),
             )
+        return scheduler
+
+    def _grant_scheduler_lease(self) -> None:
+        """What the chart's leader-election Role grants its ServiceAccount, for the harness's
+        kube-scheduler user: system:kube-scheduler only covers the default lease name."""
+        assert self._scheduler_config_source is not None
+        election = (yaml.safe_load(self._scheduler_config_source.read_text())
+                    .get("leaderElection") or {})
+        namespace = election.get("resourceNamespace", "kube-system")
+        lease = election.get("resourceName", "kube-scheduler")
+        rbac = client.RbacAuthorizationV1Api(self.api_client())
+        rbac.create_namespaced_role(namespace, {
+            "metadata": {"name": f"localcluster-{lease}-lease"},
+            "rules": [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+                       "verbs": ["create"]},
+                      {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+                       "resourceNames": [lease], "verbs": ["get", "update"]}]})
+        rbac.create_namespaced_role_binding(namespace, {
+            "metadata": {"name": f"localcluster-{lease}-lease"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                        "name": f"localcluster-{lease}-lease"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                          "name": "system:kube-scheduler"}]})
+
+    def primary_pair(self) -> SchedulerPair:
+        """The scheduler and extender started with the cluster."""
+        if self._scheduler_process is None or self._extender_process is None:
+            raise RuntimeError("this cluster runs no scheduler + extender pair")
+        return SchedulerPair(self._extender_process, self._scheduler_process,
+                             self._extender_port)
+
+    def add_scheduler_pair(self) -> SchedulerPair:
+        """Start one more kube-scheduler + extender pair (a second replica of the chart's pod).
+        Needs ``leader_elect=True``: without a lease both schedulers would schedule."""
+        spec = self._extender_spec
+        if spec is None or self._scheduler_config_source is None or not self._leader_elect:
+            raise RuntimeError("add_scheduler_pair needs an extender, a scheduler config "
+                               "and leader_elect=True")
+        number = len(self._extra_pairs) + 2
+        extender_port = free_port()
+        env = {**os.environ, **spec.env, "KUBECONFIG": str(self.kubeconfig("gpu-extender"))}
+        extender = self._launch(f"extender-{number}", spec.command(extender_port), env, spec.cwd)
+        scheme = spec.scheme
+        wait_until_ready(extender, f"{scheme}://127.0.0.1:{extender_port}{spec.ready_path}",
+                         spec.ready_timeout_s, spec.ready_context)
+        scheduler = self._launch_scheduler(self._binaries or find_binaries(),
+                                           f"kube-scheduler-{number}", extender_port,
+                                           free_port())
+        pair = SchedulerPair(extender, scheduler, extender_port)
+        self._extra_pairs.append(pair)
+        return pair
 
     def _launch(
         self,
@@ -317,7 +412,8 @@ class LocalCluster:
         env = {**os.environ, **spec.env, "KUBECONFIG": str(self.kubeconfig("gpu-extender"))}
         process = self._launch(EXTENDER_NAME, spec.command(self._extender_port), env, spec.cwd)
         self._extender_process = process
-        wait_until_ready(process, f"{self.extender_url}{spec.ready_path}", spec.ready_timeout_s)
+        wait_until_ready(process, f"{self.extender_url}{spec.ready_path}", spec.ready_timeout_s,
+                         spec.ready_context)
 
     def stop_extender(self) -> None:
         if self._extender_process is not None:
@@ -343,7 +439,12 @@ class LocalCluster:
 
     @property
     def extender_url(self) -> str:
-        return f"http://127.0.0.1:{self._extender_port}"
+        scheme = self._extender_spec.scheme if self._extender_spec is not None else "http"
+        return f"{scheme}://127.0.0.1:{self._extender_port}"
+
+    @property
+    def extender_pid(self) -> int | None:
+        return self._extender_process.pid if self._extender_process is not None else None
 
     @property
     def scheduler_url(self) -> str:

@@ -76,14 +76,16 @@ def apiserver_command(
 
 
 def scheduler_command(
-    binary: Path, config_file: Path, port: int, extra_args: list[str]
+    binary: Path, config_file: Path, port: int, extra_args: list[str], leader_elect: bool = False
 ) -> list[str]:
+    # Honoured even together with --config (unlike --kubeconfig): one local replica needs no
+    # Lease, and a restarted scheduler would otherwise wait for the old lease to expire. With
+    # leader_elect the config's leaderElection section decides.
+    election = [] if leader_elect else ["--leader-elect=false"]
     return [
         str(binary),
         f"--config={config_file}",
-        # Honoured even together with --config (unlike --kubeconfig): one local replica needs
-        # no Lease, and a restarted scheduler would otherwise wait for the old lease to expire.
-        "--leader-elect=false",
+        *election,
         "--bind-address=127.0.0.1",
         f"--secure-port={port}",
         f"--authorization-always-allow-paths={SCHEDULER_UNAUTHENTICATED_PATHS}",

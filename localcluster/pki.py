@@ -214,3 +214,41 @@ def generate_pki(directory: Path) -> ClusterPki:
         clients[identity.file_stem] = pair
 
     return ClusterPki(ca_cert_path, apiserver, sa_private, sa_public, clients)
+
+
+def issue_from_ca(
+    directory: Path,
+    file_stem: str,
+    common_name: str,
+    *,
+    server: bool,
+    dns_names: tuple[str, ...] = (),
+    ips: tuple[str, ...] = (),
+    ca_dir: Path | None = None,
+) -> CertKeyPair:
+    """Issue one more leaf from the CA that ``generate_pki`` wrote in ``ca_dir`` (default
+    ``directory``): a serving certificate (``server``) for the given names, or a client one.
+    The files are replaced atomically (written aside, then renamed), as a Secret update is.
+    """
+    source = ca_dir or directory
+    ca_key = serialization.load_pem_private_key((source / "ca.key").read_bytes(), None)
+    if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
+        raise TypeError(f"{source / 'ca.key'} is not an ECDSA key")
+    ca_cert = x509.load_pem_x509_certificate((source / "ca.crt").read_bytes())
+    san = None
+    if dns_names or ips:
+        san = x509.SubjectAlternativeName(
+            [x509.DNSName(name) for name in dns_names]
+            + [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips]
+        )
+    usage = ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH
+    key, cert = _issue_leaf(ca_key, ca_cert, _subject(common_name), usage, san)
+    directory.mkdir(parents=True, exist_ok=True)
+    pair = CertKeyPair(directory / f"{file_stem}.crt", directory / f"{file_stem}.key")
+    key_aside = pair.key.with_name(f".{pair.key.name}.new")
+    cert_aside = pair.cert.with_name(f".{pair.cert.name}.new")
+    _write_key(key, key_aside)
+    _write_cert(cert, cert_aside)
+    key_aside.replace(pair.key)
+    cert_aside.replace(pair.cert)
+    return pair

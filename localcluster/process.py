@@ -80,6 +80,11 @@ class ManagedProcess:
         # nothing of the group survives. ESRCH just means the group is already gone.
         self._signal_group(signal.SIGKILL)
 
+    def kill(self) -> None:
+        """SIGKILL the whole process group at once (a crash, not a shutdown) and reap it."""
+        self._signal_group(signal.SIGKILL)
+        self._popen.wait()
+
     def _signal_group(self, sig: signal.Signals) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self._popen.pid, sig)

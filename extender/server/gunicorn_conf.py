@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from extender.server.logs import logging_config
+from extender.server.tls import ReloadingTlsContext, TlsFiles
 
 KEEPALIVE_SECONDS = 120
 DEFAULT_THREADS = 8
@@ -28,6 +29,7 @@ class ServerOptions:
     keepalive: int = KEEPALIVE_SECONDS
     log_level: str = "info"
     access_log: bool = False
+    tls: TlsFiles | None = None
     timeout: int = 60
     """Seconds a worker may go silent before the master restarts it (covers loading a large
     cluster file)."""
@@ -46,8 +48,21 @@ def worker_exit(server: Any, worker: Any) -> None:
         stop()
 
 
+def tls_settings(tls: TlsFiles | None) -> dict[str, Any]:
+    """gunicorn's TLS settings: certfile/keyfile switch HTTPS on, the hook supplies a context
+    that follows file changes (gunicorn's own would be built from the files as of start)."""
+    if tls is None:
+        return {}
+    return {
+        "certfile": str(tls.cert_file),
+        "keyfile": str(tls.key_file),
+        "ssl_context": ReloadingTlsContext(tls).context,
+    }
+
+
 def gunicorn_settings(options: ServerOptions) -> dict[str, Any]:
     return {
+        **tls_settings(options.tls),
         "bind": [options.bind],
         "workers": 1,
         "worker_class": "gthread",

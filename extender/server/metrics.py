@@ -17,6 +17,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from extender.core.reasons import VERDICT_BY_CODE, Reason
+from extender.inventory.snapshot import ClusterSnapshot
 from extender.inventory.store import HoldingState, Inventory
 from extender.model import Verdict
 
@@ -100,9 +101,16 @@ def _outcome_of(code: Reason) -> str:
             Verdict.UNRESOLVABLE: "unresolvable"}[verdict]
 
 
+MIB = 1024 * 1024
+# Per-GPU series carry the labels DCGM-exporter and the GPU operator use, so dashboards can
+# join them with DCGM's utilisation series.
+GPU_LABELS = ["node", "device_index", "device_uuid", "device_type"]
+
+
 @dataclass(eq=False)
 class InventoryCollector(Collector):
-    """GPUs and VRAM per type, holdings per state, read from the inventory at scrape time."""
+    """The inventory at scrape time: GPUs per type, per-GPU memory / pods / MIG / replicas,
+    holdings per state. One metric per quantity (totals and parts are separate metrics)."""
 
     inventory: Inventory
     extra_counters: Callable[[], dict[str, float]]
@@ -115,25 +123,17 @@ class InventoryCollector(Collector):
         n_types = len(catalog) + 1
         total = np.bincount(types, minlength=n_types)
         allocated = np.bincount(types, weights=snapshot.pods[valid] > 0, minlength=n_types)
-        vram_free = np.bincount(types, weights=np.maximum(snapshot.free_mib[valid], 0),
-                                minlength=n_types)
-        vram_total = np.bincount(types, weights=snapshot.total_mib[valid], minlength=n_types)
-        gpus = GaugeMetricFamily(f"{PREFIX}_gpus", "GPUs in the inventory by type and state "
-                                 "(allocated: at least one pod holds part of it).",
-                                 labels=["type", "state"])
-        free = GaugeMetricFamily(f"{PREFIX}_vram_free_mib", "Unreserved VRAM by GPU type.",
-                                 labels=["type"])
-        capacity = GaugeMetricFamily(f"{PREFIX}_vram_total_mib", "VRAM by GPU type.",
-                                     labels=["type"])
+        gpus = GaugeMetricFamily(f"{PREFIX}_gpus", "GPUs in the inventory, by type.",
+                                 labels=["device_type"])
+        gpus_allocated = GaugeMetricFamily(
+            f"{PREFIX}_gpus_allocated", "GPUs at least one pod holds part of, by type.",
+            labels=["device_type"])
         for t in np.flatnonzero(total).tolist():
-            name = catalog.id_of(t)
-            gpus.add_metric([name, "total"], float(total[t]))
-            gpus.add_metric([name, "allocated"], float(allocated[t]))
-            free.add_metric([name], float(vram_free[t]))
-            capacity.add_metric([name], float(vram_total[t]))
+            gpus.add_metric([catalog.id_of(t)], float(total[t]))
+            gpus_allocated.add_metric([catalog.id_of(t)], float(allocated[t]))
         yield gpus
-        yield free
-        yield capacity
+        yield gpus_allocated
+        yield from _per_gpu_families(snapshot, valid)
         nodes = GaugeMetricFamily(f"{PREFIX}_nodes", "Nodes in the inventory.")
         nodes.add_metric([], float(snapshot.node_valid.sum()))
         yield nodes
@@ -157,3 +157,43 @@ class InventoryCollector(Collector):
             family = CounterMetricFamily(f"{PREFIX}_{name}", name.replace("_", " "))
             family.add_metric([], value)
             yield family
+
+
+def _per_gpu_families(snapshot: ClusterSnapshot,
+                      valid: np.ndarray[tuple[int, int], np.dtype[np.bool_]]
+                      ) -> Iterator[GaugeMetricFamily]:
+    """One series per GPU for each quantity; MIG and replica series only for the GPUs that
+    are partitioned or time-sliced."""
+    def family(name: str, text: str) -> GaugeMetricFamily:
+        return GaugeMetricFamily(f"{PREFIX}_{name}", text, labels=GPU_LABELS)
+
+    memory = family("gpu_memory_bytes", "Memory of one GPU.")
+    memory_free = family("gpu_memory_free_bytes", "Memory of one GPU no pod holds.")
+    pods = family("gpu_pods", "Pods holding part of one GPU.")
+    healthy = family("gpu_healthy", "1 when the GPU is healthy (node agent), else 0.")
+    mig = family("gpu_mig_enabled", "1 when the GPU is MIG-partitioned.")
+    mig_used = family("gpu_mig_slots_used", "MIG slots (of 8 addressable) in use or not "
+                                            "available on a MIG-partitioned GPU.")
+    replicas = family("gpu_replicas", "Time-slice replicas a time-sliced GPU advertises.")
+    replicas_free = family("gpu_replicas_free", "Time-slice replicas of a GPU no pod holds.")
+    catalog = snapshot.catalog
+    rows, slots = np.nonzero(valid)
+    used_slots = np.unpackbits(snapshot.mig_used[rows, slots][:, None], axis=1).sum(axis=1)
+    for i, (row, slot) in enumerate(zip(rows.tolist(), slots.tolist(), strict=True)):
+        name = snapshot.node_names[row]
+        index = int(snapshot.gpu_index[row, slot])
+        info = snapshot.nodes.get(name)
+        uuid = next((d.uuid or "" for d in info.gpus if d.index == index), "") if info else ""
+        labels = [name, str(index), uuid, catalog.id_of(int(snapshot.gpu_type[row, slot]))]
+        memory.add_metric(labels, float(snapshot.total_mib[row, slot]) * MIB)
+        memory_free.add_metric(labels, float(max(int(snapshot.free_mib[row, slot]), 0)) * MIB)
+        pods.add_metric(labels, float(snapshot.pods[row, slot]))
+        healthy.add_metric(labels, 1.0 if snapshot.healthy[row, slot] else 0.0)
+        partitioned = int(snapshot.mig_layout[row, slot]) >= 0
+        mig.add_metric(labels, 1.0 if partitioned else 0.0)
+        if partitioned:
+            mig_used.add_metric(labels, float(used_slots[i]))
+        if int(snapshot.replicas[row, slot]) > 1:
+            replicas.add_metric(labels, float(snapshot.replicas[row, slot]))
+            replicas_free.add_metric(labels, float(snapshot.replicas_free[row, slot]))
+    yield from (memory, memory_free, pods, healthy, mig, mig_used, replicas, replicas_free)

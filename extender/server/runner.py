@@ -14,16 +14,20 @@ from typing import Any
 from gunicorn.app.base import BaseApplication
 
 from extender.server.app import create_app
+from extender.server.monitoring import MonitoringServer
 from extender.server.service import ExtenderService
 
 
 class ExtenderApplication(BaseApplication):  # type: ignore[misc]
     def __init__(self, settings: dict[str, Any], build: Callable[[], ExtenderService], *,
-                 debug_endpoints: bool = True) -> None:
+                 debug_endpoints: bool = True,
+                 monitoring: tuple[str, int] | None = None) -> None:
         self._settings = settings
         self._build = build
         self._debug_endpoints = debug_endpoints
+        self._monitoring_address = monitoring
         self._service: ExtenderService | None = None
+        self._monitoring: MonitoringServer | None = None
         super().__init__()
 
     def load_config(self) -> None:
@@ -35,11 +39,20 @@ class ExtenderApplication(BaseApplication):  # type: ignore[misc]
     def load(self) -> Any:
         service = self._build()
         service.when_synced(freeze_heap)  # this process is the service's alone
+        if self._monitoring_address is not None:
+            # bound before any watch starts: a taken port fails the worker's boot cleanly
+            self._monitoring = MonitoringServer(service, *self._monitoring_address)
         service.start()
         self._service = service
+        if self._monitoring is not None:
+            # serving from the start, so probes see readiness flip when the first sync lands
+            self._monitoring.start()
         return create_app(service, debug_endpoints=self._debug_endpoints)
 
     def stop_service(self) -> None:
+        if self._monitoring is not None:
+            self._monitoring.stop()
+            self._monitoring = None
         if self._service is not None:
             self._service.stop()
             self._service = None
@@ -54,6 +67,7 @@ def freeze_heap() -> None:
 
 
 def run(settings: dict[str, Any], build: Callable[[], ExtenderService], *,
-        debug_endpoints: bool = True) -> None:
+        debug_endpoints: bool = True, monitoring: tuple[str, int] | None = None) -> None:
     """Serve until gunicorn is told to stop (SIGTERM/SIGINT); exits the process."""
-    ExtenderApplication(settings, build, debug_endpoints=debug_endpoints).run()
+    ExtenderApplication(settings, build, debug_endpoints=debug_endpoints,
+                        monitoring=monitoring).run()

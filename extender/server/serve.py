@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from extender.errors import ConfigError
@@ -20,6 +21,8 @@ from extender.server.gunicorn_conf import (
     gunicorn_settings,
 )
 from extender.server.logs import LEVELS
+from extender.server.monitoring import check_bindable, parse_address
+from extender.server.tls import TlsFiles, flag_error
 
 EXIT_USAGE = 2
 
@@ -58,6 +61,20 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                              "(default: 300)")
     parser.add_argument("--no-debug-endpoints", action="store_true",
                         help="do not serve /debug/inventory and /debug/explain")
+    tls = parser.add_argument_group(
+        "TLS", "serve HTTPS (kube-scheduler's enableHTTPS + tlsConfig); the files are "
+               "re-read when they change, so a rotated Secret needs no restart")
+    tls.add_argument("--tls-cert-file", metavar="FILE", type=Path,
+                     help="PEM serving certificate (chain); enables HTTPS")
+    tls.add_argument("--tls-private-key-file", metavar="FILE", type=Path,
+                     help="PEM private key of --tls-cert-file")
+    tls.add_argument("--client-ca-file", metavar="FILE", type=Path,
+                     help="PEM CA bundle: require a client certificate signed by it "
+                          "(mutual TLS; kube-scheduler's tlsConfig.certFile/keyFile)")
+    parser.add_argument("--monitoring-address", metavar="HOST:PORT",
+                        help="also serve /healthz, /readyz and /metrics over plain HTTP here "
+                             "(e.g. 0.0.0.0:9090: kubelet probes and Prometheus reach the pod "
+                             "IP while the verbs stay on loopback or behind TLS)")
     parser.set_defaults(run=run_serve)
 
 
@@ -77,11 +94,38 @@ def run_serve(args: argparse.Namespace) -> int:
         return build
     from extender.server import runner
 
+    try:
+        tls = tls_files(args)
+        if tls is not None:
+            tls.check()
+        monitoring = (parse_address(args.monitoring_address)
+                      if args.monitoring_address else None)
+        if monitoring is not None:
+            check_bindable(*monitoring)
+    except ConfigError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_USAGE
     options = ServerOptions(host=args.host, port=args.port, threads=args.threads,
                             keepalive=args.keepalive, log_level=args.log_level,
-                            access_log=args.access_log)
-    runner.run(gunicorn_settings(options), build, debug_endpoints=not args.no_debug_endpoints)
+                            access_log=args.access_log, tls=tls)
+    runner.run(gunicorn_settings(options), build, debug_endpoints=not args.no_debug_endpoints,
+               monitoring=monitoring)
     return 0
+
+
+def tls_files(args: argparse.Namespace) -> TlsFiles | None:
+    """The TLS flags as one value; raises ConfigError when they do not go together."""
+    cert, key, client_ca = args.tls_cert_file, args.tls_private_key_file, args.client_ca_file
+    if cert is None and key is None:
+        if client_ca is not None:
+            raise flag_error("--client-ca-file", "needs --tls-cert-file and "
+                             "--tls-private-key-file (mutual TLS is TLS first)")
+        return None
+    if cert is None or key is None:
+        missing = "--tls-cert-file" if cert is None else "--tls-private-key-file"
+        other = "--tls-private-key-file" if cert is None else "--tls-cert-file"
+        raise flag_error(missing, f"is required together with {other}")
+    return TlsFiles(cert, key, client_ca)
 
 
 def prepare(args: argparse.Namespace) -> Callable[[], Any] | int:

@@ -33,10 +33,11 @@ def test_metrics_cover_latency_decisions_inventory_and_conflicts(client: FlaskCl
         ' 1.0',
         'gpu_extender_filter_node_verdicts_total{outcome="fits",reason="fits"} 1.0',
         'gpu_extender_reservations_total{event="placed"} 1.0',
-        'gpu_extender_gpus{state="total",type="t4"} 8.0',
-        'gpu_extender_gpus{state="allocated",type="t4"} 5.0',
-        # 8 T4s of 15360 MiB; 5 are whole-allocated (2 + 3 in the fixture), 3 idle
-        f'gpu_extender_vram_free_mib{{type="t4"}} {3 * 15360:.1f}',
+        'gpu_extender_gpus{device_type="t4"} 8.0',
+        'gpu_extender_gpus_allocated{device_type="t4"} 5.0',
+        'gpu_extender_gpu_memory_bytes{device_index="0",device_type="t4",',
+        'gpu_extender_gpu_memory_free_bytes{device_index="0",device_type="t4",',
+        'gpu_extender_gpu_pods{device_index="0",device_type="t4",',
         'gpu_extender_inventory_synced 1.0',
         'gpu_extender_holdings{state="reserved"} 1.0',
         'gpu_extender_bind_conflicts_total 0.0',
@@ -44,6 +45,12 @@ def test_metrics_cover_latency_decisions_inventory_and_conflicts(client: FlaskCl
     ]
     for line in expected:
         assert line in text, line
+    # the values, not only the labels: 8 T4s of 15360 MiB, 5 whole-allocated, 3 idle
+    t4_free = [float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith("gpu_extender_gpu_memory_free_bytes{")
+               and 'device_type="t4"' in line]
+    assert len(t4_free) == 8
+    assert sum(t4_free) == 3 * 15360 * 2**20
 
 
 def test_two_services_do_not_share_metrics(offline_service: ExtenderService,

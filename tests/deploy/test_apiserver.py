@@ -1,0 +1,139 @@
+"""The chart against the real kube-apiserver (the local control plane): every rendering
+through server-side dry run (admission, schema validation, RBAC escalation checks), then
+`helm install`, `upgrade` and `rollback` for real; and the scheduler profile the chart carries
+driving the real kube-scheduler and extender."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client, dynamic
+from kubernetes.client.exceptions import ApiException
+
+from localcluster import LocalCluster
+from localcluster.helm import CHART, Helm
+from tests.deploy.conftest import RENDERINGS
+from tests.e2e.gpu_helpers import create_pods, extender_spec, gpu_pod, wait_bound
+
+pytestmark = pytest.mark.deploy
+
+DRY_RUN_NAMESPACE = "check-deploy"
+# Custom resources of operators the local control plane does not run: rendered and linted, but
+# the apiserver has no schema to check them against.
+NOT_SERVED = {("monitoring.coreos.com/v1", "ServiceMonitor"), ("cert-manager.io/v1", "Certificate")}
+
+
+@pytest.fixture(scope="module")
+def cluster(controlplane_binaries: object) -> Iterator[LocalCluster]:
+    with LocalCluster() as local:
+        local.api().create_namespace({"metadata": {"name": DRY_RUN_NAMESPACE}})
+        yield local
+
+
+def _dry_run_create(api: dynamic.DynamicClient, document: dict[str, Any],
+                    api_client: client.ApiClient) -> None:
+    """POST with dryRun=All and fieldValidation=Strict: an unknown or misspelt field is an
+    error, not a dropped field with a warning (the client library's default)."""
+    resource = api.resources.get(api_version=document["apiVersion"], kind=document["kind"])
+    namespace = document["metadata"].get("namespace") if resource.namespaced else None
+    api_client.call_api(
+        resource.path(namespace=namespace), "POST", body=document,
+        query_params=[("dryRun", "All"), ("fieldValidation", "Strict")],
+        header_params={"Content-Type": "application/json", "Accept": "application/json"},
+        auth_settings=["BearerToken"], _preload_content=False)
+
+
+@pytest.mark.parametrize("index", range(len(RENDERINGS)), ids=[n for n, _, _ in RENDERINGS])
+def test_every_rendering_passes_server_side_dry_run(
+        helm: Helm, cluster: LocalCluster, index: int) -> None:
+    name, files, sets = RENDERINGS[index]
+    documents = helm.documents(values_files=files, set_values=sets, release=f"r{index}",
+                               namespace=DRY_RUN_NAMESPACE)
+    api = dynamic.DynamicClient(cluster.api_client())
+    checked = []
+    for document in documents:
+        if (document["apiVersion"], document["kind"]) in NOT_SERVED:
+            continue
+        try:
+            _dry_run_create(api, document, cluster.api_client())
+        except ApiException as error:
+            pytest.fail(f"{name}: {document['kind']}/{document['metadata']['name']} refused by "
+                        f"the apiserver: {error.body}", pytrace=False)
+        checked.append(document["kind"])
+    assert {"Deployment", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
+            "ConfigMap", "PodDisruptionBudget"} <= set(checked)
+
+
+def test_dry_run_is_strict(helm: Helm, cluster: LocalCluster) -> None:
+    """The check above can fail: a misspelt field in a rendered Deployment is refused."""
+    documents = helm.documents(release="strict", namespace=DRY_RUN_NAMESPACE)
+    deployment = next(doc for doc in documents if doc["kind"] == "Deployment")
+    deployment["spec"]["template"]["spec"]["containers"][0]["livenessProbes"] = {}
+    with pytest.raises(ApiException) as refused:
+        _dry_run_create(dynamic.DynamicClient(cluster.api_client()), deployment,
+                        cluster.api_client())
+    assert "livenessProbes" in str(refused.value.body)
+
+
+def test_helm_install_upgrade_and_rollback_for_real(helm: Helm, cluster: LocalCluster) -> None:
+    kubeconfig = cluster.kubeconfig()
+    namespace, release = "gpu-install", "gpu"
+    helm.run("install", release, str(CHART), "--namespace", namespace, "--create-namespace",
+             kubeconfig=kubeconfig)
+    apps = client.AppsV1Api(cluster.api_client())
+    deployment = apps.read_namespaced_deployment("gpu-gpu-extender", namespace)
+    assert deployment.spec.replicas == 1
+    containers = {c.name for c in deployment.spec.template.spec.containers}
+    assert containers == {"kube-scheduler", "gpu-extender"}
+    rbac = client.RbacAuthorizationV1Api(cluster.api_client())
+    binding = rbac.read_cluster_role_binding("gpu-gpu-extender")
+    assert binding.subjects[0].name == "gpu-gpu-extender"
+    assert binding.subjects[0].namespace == namespace
+
+    helm.run("upgrade", release, str(CHART), "--namespace", namespace, "--reuse-values",
+             "--set", "replicas=2", kubeconfig=kubeconfig)
+    assert apps.read_namespaced_deployment("gpu-gpu-extender", namespace).spec.replicas == 2
+    helm.run("rollback", release, "1", "--namespace", namespace, kubeconfig=kubeconfig)
+    assert apps.read_namespaced_deployment("gpu-gpu-extender", namespace).spec.replicas == 1
+    history = yaml.safe_load(helm.run("history", release, "--namespace", namespace,
+                                      "--output", "yaml", kubeconfig=kubeconfig))
+    assert [entry["revision"] for entry in history] == [1, 2, 3]
+    helm.run("uninstall", release, "--namespace", namespace, kubeconfig=kubeconfig)
+    with pytest.raises(ApiException) as gone:
+        rbac.read_cluster_role_binding("gpu-gpu-extender")
+    assert gone.value.status == 404
+
+
+def test_extender_service_upgrade_keeps_the_generated_certificate(
+        helm: Helm, cluster: LocalCluster) -> None:
+    """The CA the control plane was given must survive `helm upgrade` (lookup, not regenerate)."""
+    kubeconfig = cluster.kubeconfig()
+    namespace = "gpu-service"
+    helm.run("install", "svc", str(CHART), "--namespace", namespace, "--create-namespace",
+             "--set", "mode=extender-service", kubeconfig=kubeconfig)
+    core = cluster.api()
+    before = core.read_namespaced_secret("svc-gpu-extender-tls", namespace).data
+    helm.run("upgrade", "svc", str(CHART), "--namespace", namespace, "--reuse-values",
+             "--set", "replicas=2", kubeconfig=kubeconfig)
+    after = core.read_namespaced_secret("svc-gpu-extender-tls", namespace).data
+    assert after == before
+    ca = core.read_namespaced_config_map("svc-gpu-extender-ca", namespace).data["ca.crt"]
+    assert ca.strip().encode() == __import__("base64").b64decode(before["ca.crt"]).strip()
+
+
+def test_the_charts_scheduler_profile_schedules_with_the_real_scheduler(
+        helm: Helm, controlplane_binaries: object, tmp_path: Path) -> None:
+    documents = helm.documents()
+    config_map = next(doc for doc in documents if doc["kind"] == "ConfigMap"
+                      and doc["metadata"]["name"] == "gpu-extender-scheduler-config")
+    profile = tmp_path / "config.yaml"
+    profile.write_text(config_map["data"]["config.yaml"])
+    with LocalCluster(profile, extender_spec()) as local:
+        local.create_node("gpu-0", {"nvidia.com/gpu": 2},
+                          labels={"nvidia.com/gpu.product": "Tesla-T4"})
+        create_pods(local, [gpu_pod("from-chart-profile", {"nvidia.com/gpu": 1})])
+        assert wait_bound(local, "from-chart-profile") == "gpu-0"
