@@ -3,13 +3,13 @@ blocks of the default strategy (cost of what a pod takes, dF from FGD's fragment
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from extender.core.fit import fit
-from extender.core.scoring.base import StrategyContext, make_strategy, strategy_names
+from extender.core.scoring.base import StrategyContext
 from extender.core.scoring.capacity import free_by_type, request_fraction, used_fraction
-from extender.core.scoring.fgd import first_units
+from extender.core.scoring.cost_fragmentation import CheapestFirst
+from extender.core.scoring.registry import make_strategy, strategy_names
 from extender.inventory import ClusterSnapshot
 from extender.model import GpuRequest
 from tests.core.helpers import (
@@ -123,20 +123,15 @@ def test_cost_of_what_a_pod_takes(req: GpuRequest, type_id: str, expected: float
     snap = inventory(node("n", type_id, 2, mig=mig)).snapshot()
     preq = placement(req, "platform")
     result = fit(snap, preq, snap.valid_rows())
-    rows = snap.valid_rows()
-    # what the default strategy charges: price x share, over the GPUs the pod would take
-    taken = first_units(result.units, req.count)
-    price = catalog().price[snap.gpu_type[rows]]
-    cost = np.where(taken, price * request_fraction(snap, preq, rows), 0.0).sum(axis=1)
+    # what cheapest-first ranks by first: price x GPU-equivalents the pod takes
+    strategy = make_strategy("cheapest-first",
+                             StrategyContext(catalog(), platform().config.scoring))
+    assert isinstance(strategy, CheapestFirst)
+    rows, cost = strategy.hourly_cost(snap, preq, result)
+    assert rows.tolist() == [0]
     assert float(cost[0]) == pytest.approx(expected)
     want = reference().cost(snap, req, 0, [int(u) for u in result.units[0]], -1)
     assert want == pytest.approx(expected)
-
-
-def test_first_units_are_the_lowest_slots_with_a_unit() -> None:
-    units = np.array([[0, 1, 1, 1], [1, 0, 0, 1]], dtype=np.int16)
-    assert first_units(units, 2).tolist() == [[False, True, True, False],
-                                              [True, False, False, True]]
 
 
 def test_free_by_type_sums_nodes_whole_and_mixed_nodes_gpu_by_gpu() -> None:

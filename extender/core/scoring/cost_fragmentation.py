@@ -55,17 +55,20 @@ full tables are in benchmarks/README.md; FGD 4.87 % on the default trace):
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
+from extender.config.types import Weight
 from extender.core.fit import FitResult, row_any
-from extender.core.frag import MILLI, FragModel
+from extender.core.frag import MILLI, FragModel, FragScorer, group_starts
 from extender.core.request import PlacementRequest
-from extender.core.scoring.base import MAX_SCORE, ScoreResult, StrategyContext, register
+from extender.core.scoring.base import MAX_SCORE, ScoreResult, StrategyContext
 from extender.core.scoring.capacity import free_by_type, unit_take, used_total
-from extender.core.scoring.fgd import FragScorer
 from extender.core.workload import gpu_equivalents
 from extender.inventory.snapshot import ClusterSnapshot
 from extender.model import RequestKind
@@ -135,7 +138,7 @@ def buckets(loss: npt.NDArray[np.float64], resolution: float) -> npt.NDArray[np.
 
 
 @dataclass(frozen=True, eq=False)
-class _Terms:
+class Terms:
     rows: npt.NDArray[np.int64]
     choice: npt.NDArray[np.int16]
     taken: npt.NDArray[np.float64]
@@ -145,30 +148,40 @@ class _Terms:
     priority: npt.NDArray[np.int64]
 
 
-@register("cost-fragmentation")
-class CostFragmentation:
-    """Weights (``scoring.weights``): ``costWeight`` (w above, default 0), ``fragResolution``
-    (GPUs per bucket, default 0.04), ``memoryWeight`` (factor on dS, default 1),
-    ``claimWeight`` (factor on dC, default 1), ``typedCost`` (1: the pod's own types by
-    price, the default; 0: off)."""
+WEIGHTS: Mapping[str, Weight] = {
+    "costWeight": Weight(0.0, 0.0, 4.0, "w: the loss is multiplied by (p_t / p_mean) ^ w "
+                         "(0: GPUs, 1: GPU-dollars)"),
+    "fragResolution": Weight(RESOLUTION, 1e-6, 8.0, "GPUs per fragmentation bucket"),
+    "memoryWeight": Weight(1.0, 0.0, math.inf, "factor on dS (GPUs stranded by memory)"),
+    "claimWeight": Weight(1.0, 0.0, math.inf, "factor on dC (typed demand displaced)"),
+    "typedCost": Weight(1.0, 0.0, 1.0, "1: among the types a pod names itself, the cheaper "
+                        "one on equal keys; 0: off", flag=True),
+}
 
-    name = "cost-fragmentation"
+
+class CostFragmentation:
+    """Weights (``scoring.weights``): see ``WEIGHTS``."""
+
+    NAME: ClassVar[str] = "cost-fragmentation"
+    WEIGHTS: ClassVar[Mapping[str, Weight]] = WEIGHTS
+    NEEDS: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, context: StrategyContext) -> None:
         self.context = context
-        self.frag = FragScorer(context)
-        self.cost_weight = context.weight("costWeight", 0.0)
-        self.resolution = context.weight("fragResolution", RESOLUTION)
-        self.memory_weight = context.weight("memoryWeight", 1.0)
+        self.frag = FragScorer(context.catalog, context.workload)
+        weights = context.weights(self.WEIGHTS)
+        self.cost_weight = weights["costWeight"]
+        self.resolution = weights["fragResolution"]
+        self.memory_weight = weights["memoryWeight"]
         self.salt = int(context.rng.integers(1 << 31))
-        self.typed_cost = context.weight("typedCost", 1.0) > 0
-        self.claim_weight = context.weight("claimWeight", 1.0)
+        self.typed_cost = weights["typedCost"] > 0
+        self.claim_weight = weights["claimWeight"]
         self._claim_model: FragModel | None = None
         self._demand = np.zeros(0)
 
     def score(self, snapshot: ClusterSnapshot, req: PlacementRequest,
               fit: FitResult) -> ScoreResult:
-        terms = self._terms(snapshot, req, fit)
+        terms = self.terms(snapshot, req, fit)
         bucket = buckets(terms.loss, self.resolution)
         if self.typed_cost and self._names_alternatives(snapshot, req):
             # the price itself: a constant divisor (the mean) would not change the order
@@ -179,8 +192,8 @@ class CostFragmentation:
             scores = top_rank_scores(bucket, terms.idle, terms.priority)
         return ScoreResult(terms.rows, scores, terms.choice)
 
-    def _terms(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult
-               ) -> _Terms:
+    def terms(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult
+               ) -> Terms:
         """Everything the keys are made of, per fitting node."""
         if req.kind in (RequestKind.FRACTION, RequestKind.VRAM):
             rows, delta, choice, taken = self._share(snapshot, req, fit)
@@ -197,7 +210,7 @@ class CostFragmentation:
             loss = loss * self._price_ratio(snapshot, rows, choice) ** self.cost_weight
         idle = (~row_any(snapshot.pods[rows] > 0)).astype(np.int64)
         priority = ((rows + self.salt) * HASH) & 0xFFFFFFFF
-        return _Terms(rows, choice, taken, loss, idle, priority)
+        return Terms(rows, choice, taken, loss, idle, priority)
 
     def _share(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult
                ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64],
@@ -222,7 +235,7 @@ class CostFragmentation:
         # (key, pair index) packed in one int64 (no sort needed).
         m = len(pos)
         packed = (key - key.min()) * m + np.arange(m)
-        starts = np.flatnonzero(np.r_[True, pos[1:] != pos[:-1]])
+        starts = group_starts(pos)
         first = np.minimum.reduceat(packed, starts) % m
         owners = pos[first]
         choice[owners] = slot[first]
@@ -311,7 +324,6 @@ class CostFragmentation:
         return out
 
 
-@register("cheapest-first")
 class CheapestFirst(CostFragmentation):
     """The cheapest GPU that fits first, then the default's keys.
 
@@ -321,13 +333,23 @@ class CheapestFirst(CostFragmentation):
     allocation on heterogeneous fleets (openb: see benchmarks/README.md) and is offered for
     platforms that value the bill of each pod over packing."""
 
-    name = "cheapest-first"
+    NAME: ClassVar[str] = "cheapest-first"
 
     def score(self, snapshot: ClusterSnapshot, req: PlacementRequest,
               fit: FitResult) -> ScoreResult:
-        terms = self._terms(snapshot, req, fit)
-        types = self._taken_type(snapshot, terms.rows, terms.choice)
-        cost = np.round(snapshot.catalog.price[types] * terms.taken * 100).astype(np.int64)
-        scores = top_rank_scores(cost, buckets(terms.loss, self.resolution), terms.idle,
+        terms = self.terms(snapshot, req, fit)
+        cents = np.round(self._hourly(snapshot, terms) * 100).astype(np.int64)
+        scores = top_rank_scores(cents, buckets(terms.loss, self.resolution), terms.idle,
                                  terms.priority)
         return ScoreResult(terms.rows, scores, terms.choice)
+
+    def hourly_cost(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult
+                    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+        """(rows, $/h of what the pod takes on each fitting node): the first key."""
+        terms = self.terms(snapshot, req, fit)
+        return terms.rows, self._hourly(snapshot, terms)
+
+    def _hourly(self, snapshot: ClusterSnapshot, terms: Terms) -> npt.NDArray[np.float64]:
+        types = self._taken_type(snapshot, terms.rows, terms.choice)
+        out: npt.NDArray[np.float64] = snapshot.catalog.price[types] * terms.taken
+        return out
