@@ -12,8 +12,12 @@ Details: for each fitting node ``n`` (for a one-GPU share: each GPU of ``n`` it 
     loss  = (dF + dS + dC) x (p_t / p_mean) ^ w      GPUs (w = 0, default) or GPU-dollars (1)
     key   = ( ceil(loss / 0.04),          fragmentation first, at FGD's resolution
               0 if n holds a GPU pod else 1,  consolidate: open an idle node only if better
-              p_t  if the pod itself names types of different prices, else 0,
+              p_t  if the pod itself names types of different prices; else, with
+                   ``idlePrice: 1`` (default), p_t on an idle node and 0 on a used one,
               priority(n) )               a fixed pseudo-random node order (salted hash)
+
+with ``elasticNodes: 1`` the idle bit moves ahead of the bucket (an autoscaled pool: a used
+node costs nothing more, so no idle node opens while a used one fits).
 
 compared lexicographically; the best key scores ``MAX_SCORE``, the next ``MAX_SCORE - 10``...
 (floored at 0), so after the wire's rescale to 0..10 the top node alone gets 10. Keys never
@@ -22,10 +26,15 @@ share takes the GPU with the smallest ``ceil(dF / 0.04)``, then the least free t
 
 Fragmentation is the lever, cost the tie-breaker, both in GPUs: every term of ``loss`` is
 GPUs that future pods lose (fragmented, stranded without memory, or taken from pods that can
-run nowhere else). Cost decides in two places only: between the types a pod names itself
+run nowhere else). Cost decides in three places: between the types a pod names itself
 (``a100|h800``: the cheaper one, when fragmentation and consolidation are equal - the
-"cheapest type that fits first" of the product brief, within what the pod accepts), and, with
+"cheapest type that fits first" of the product brief, within what the pod accepts); when the
+best placement opens an idle node, among the idle nodes equally good for fragmentation, the
+cheapest GPU type (``idlePrice``: on an idle fleet an untyped pod gets the cheapest
+unprotected type; the bill of an elastic pool grows by the least); and, with
 ``weights.costWeight: 1``, as the exchange rate that turns stranded GPUs into stranded dollars.
+The price is that of the GPU type the pod takes (per GPU-hour), not of the whole node: a pool
+scales nodes of one type, and the type is what the product promises.
 
 Why each part (openb traces, medians over seeds 42-51, unallocated GPU % at 100 % arrived; the
 full tables are in benchmarks/README.md; FGD 4.87 % on the default trace):
@@ -77,6 +86,8 @@ RESOLUTION = 0.04
 """GPUs per fragmentation bucket: one point of FGD's ``floor(100 sigmoid(-dF))`` near 0."""
 CLAIM_FLOOR = 0.5
 """Typed demand below half of a type's share of the free GPUs claims none of it."""
+IDLE_PRICE = 1.0
+"""Default of ``weights.idlePrice`` (see the module docstring for the measurements)."""
 HASH = 2654435761
 """Knuth's multiplicative hash constant: spreads consecutive rows over the order."""
 
@@ -156,6 +167,12 @@ WEIGHTS: Mapping[str, Weight] = {
     "claimWeight": Weight(1.0, 0.0, math.inf, "factor on dC (typed demand displaced)"),
     "typedCost": Weight(1.0, 0.0, 1.0, "1: among the types a pod names itself, the cheaper "
                         "one on equal keys; 0: off", flag=True),
+    "idlePrice": Weight(IDLE_PRICE, 0.0, 1.0, "1: among idle nodes equally good for "
+                        "fragmentation, the cheapest GPU type first (an elastic pool pays "
+                        "only for nodes in use); 0: the fixed node order", flag=True),
+    "elasticNodes": Weight(0.0, 0.0, 1.0, "1: nodes are billed only while in use (an "
+                           "autoscaled pool): open an idle node only when no used node fits, "
+                           "ahead of fragmentation; 0: a fixed fleet", flag=True),
 }
 
 
@@ -176,6 +193,8 @@ class CostFragmentation:
         self.salt = int(context.rng.integers(1 << 31))
         self.typed_cost = weights["typedCost"] > 0
         self.claim_weight = weights["claimWeight"]
+        self.idle_price = weights["idlePrice"] > 0
+        self.elastic = weights["elasticNodes"] > 0
         self._claim_model: FragModel | None = None
         self._demand = np.zeros(0)
 
@@ -183,13 +202,19 @@ class CostFragmentation:
               fit: FitResult) -> ScoreResult:
         terms = self.terms(snapshot, req, fit)
         bucket = buckets(terms.loss, self.resolution)
-        if self.typed_cost and self._names_alternatives(snapshot, req):
+        typed = self.typed_cost and self._names_alternatives(snapshot, req)
+        if typed or (self.idle_price and terms.taken.any()):
             # the price itself: a constant divisor (the mean) would not change the order
             types = self._taken_type(snapshot, terms.rows, terms.choice)
             price = np.round(snapshot.catalog.price[types] * 1000).astype(np.int64)
-            scores = top_rank_scores(bucket, terms.idle, price, terms.priority)
+            if not typed:
+                price = price * terms.idle  # used nodes keep the fixed order among them
+            keys = (bucket, terms.idle, price, terms.priority)
         else:
-            scores = top_rank_scores(bucket, terms.idle, terms.priority)
+            keys = (bucket, terms.idle, terms.priority)
+        if self.elastic:
+            keys = (terms.idle, *keys)  # the bill first: a used node costs nothing more
+        scores = top_rank_scores(*keys)
         return ScoreResult(terms.rows, scores, terms.choice)
 
     def terms(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult
