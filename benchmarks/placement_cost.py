@@ -3,8 +3,8 @@
 Runs FGD and the default strategy with ``weights.idlePrice`` 0 and 1, and with
 ``elasticNodes: 1``, side by side (same seeds, same arrival orders) on an openb trace, the
 openb-like CI fixture or the priced fleet, and prints one markdown table: median unallocated
-GPU % at 100 % arrival, the $/h of the occupied nodes at 25/50/75/100 % arrival (and its ratio to FGD's), and the offline bound
-(``extender.simulator.bound``) for the trace.
+GPU % at 100 % arrival, the $/h of the occupied nodes at 25/50/75/100 % arrival (and its
+ratio to FGD's), and the offline bound (``extender.simulator.bound``) for the trace.
 
     nice .venv/bin/python benchmarks/placement_cost.py --trace default --seeds 42-51
     nice .venv/bin/python benchmarks/placement_cost.py --trace fixture --seeds 42-44

@@ -203,6 +203,7 @@ class CostFragmentation:
         terms = self.terms(snapshot, req, fit)
         bucket = buckets(terms.loss, self.resolution)
         typed = self.typed_cost and self._names_alternatives(snapshot, req)
+        keys: tuple[npt.NDArray[np.int64], ...]
         if typed or (self.idle_price and terms.taken.any()):
             # the price itself: a constant divisor (the mean) would not change the order
             types = self._taken_type(snapshot, terms.rows, terms.choice)
