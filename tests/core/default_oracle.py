@@ -8,6 +8,7 @@ memory, typed claims, the keys and their ranks) is recomputed here without numpy
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -25,6 +26,8 @@ class OracleNode:
     choice: int
     loss: float
     key: tuple[int, ...]
+    taken: float = 0.0
+    """GPU-equivalents the pod takes on the node."""
 
 
 def ceil_bucket(loss: float, resolution: float) -> int:
@@ -121,14 +124,26 @@ def default_keys(ref: NaiveReference, snapshot: ClusterSnapshot, req: GpuRequest
         names_prices = weights["typedCost"] > 0 and len(typed) > 1 and \
             not (req.kind is RequestKind.WHOLE and req.count == 0) and \
             len({float(catalog.price[t]) for t in typed}) > 1
+        price = round(float(catalog.price[taken_type]) * 1000)
+        out.append(OracleNode(row, choice, loss, (ceil_bucket(loss, resolution), idle, price,
+                                                  priority), taken))
+    # the keys: the price itself between types the pod names; else, with idlePrice, the price
+    # on idle nodes only (0 on used ones); with elasticNodes the idle bit goes first
+    any_taken = any(n.taken > 0 for n in out)
+    keyed = []
+    for n in out:
+        bucket, idle, price, priority = n.key
         key: tuple[int, ...]
         if names_prices:
-            price = round(float(catalog.price[taken_type]) * 1000)
-            key = (ceil_bucket(loss, resolution), idle, price, priority)
+            key = (bucket, idle, price, priority)
+        elif weights["idlePrice"] > 0 and any_taken:
+            key = (bucket, idle, price * idle, priority)
         else:
-            key = (ceil_bucket(loss, resolution), idle, priority)
-        out.append(OracleNode(row, choice, loss, key))
-    return out
+            key = (bucket, idle, priority)
+        if weights["elasticNodes"] > 0:
+            key = (idle, *key)
+        keyed.append(dataclasses.replace(n, key=key))
+    return keyed
 
 
 def rank_scores(nodes: Sequence[OracleNode]) -> list[float]:
