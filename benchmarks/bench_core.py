@@ -51,7 +51,8 @@ from extender.core.assign import assign  # noqa: E402
 from extender.core.fit import fit  # noqa: E402
 from extender.core.frag import FragModel  # noqa: E402
 from extender.core.request import Protection, resolve_request  # noqa: E402
-from extender.core.scoring.base import Strategy, StrategyContext, make_strategy  # noqa: E402
+from extender.core.scoring.base import Strategy, StrategyContext  # noqa: E402
+from extender.core.scoring.registry import make_strategy  # noqa: E402
 from extender.core.workload import Shape  # noqa: E402
 from extender.inventory import ClusterSnapshot, Holding, Inventory  # noqa: E402
 from extender.model import (  # noqa: E402

@@ -38,7 +38,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.placement_report import write_reports  # noqa: E402
-from extender.core.scoring.base import strategy_names  # noqa: E402
+from extender.core.scoring.registry import strategy_names  # noqa: E402
 from extender.simulator.fleet import FleetOptions, fleet_scenario  # noqa: E402
 from extender.simulator.replay import Replay, ReplayOptions, ReplayResult  # noqa: E402
 from extender.simulator.scenario import Scenario, openb_scenario  # noqa: E402

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 
 def _check_config(args: argparse.Namespace) -> int:
-    from extender.core.scoring.base import strategy_names
+    from extender.core.scoring.registry import strategy_names
     from extender.platform import load_platform
 
     try:

@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,7 @@ from extender.config.types import (
     ScoringConfig,
     ServiceConfig,
 )
-from extender.config.validation import validate_config
+from extender.config.validation import StrategyCatalogue, validate_config
 from extender.errors import ConfigError, FieldError
 
 
@@ -46,7 +45,7 @@ def parse_yaml(text: str, source: str) -> dict[str, Any]:
 
 
 def load_config_text(text: str, *, source: str = "config",
-                     strategies: Collection[str] = ()) -> PlatformConfig:
+                     strategies: StrategyCatalogue = ()) -> PlatformConfig:
     raw = apply_defaults(parse_yaml(text, source))
     errors = validate_config(raw, strategies)
     if errors:
@@ -55,7 +54,7 @@ def load_config_text(text: str, *, source: str = "config",
 
 
 def load_config(path: str | Path | None = None, *,
-                strategies: Collection[str] = ()) -> PlatformConfig:
+                strategies: StrategyCatalogue = ()) -> PlatformConfig:
     """Load ``path``, or the defaults when ``path`` is ``None``."""
     if path is None:
         return load_config_text("", source="(defaults)", strategies=strategies)

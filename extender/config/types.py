@@ -89,11 +89,29 @@ class ProtectionConfig:
 
 
 @dataclass(frozen=True)
+class Weight:
+    """One weight a scoring strategy declares (scikit-learn's ``_parameter_constraints``):
+    the config layer checks ``scoring.weights.<key>`` against it, the strategy reads its
+    value or the default."""
+
+    default: float
+    low: float
+    """Smallest accepted value (inclusive)."""
+    high: float
+    """Largest accepted value (inclusive; ``math.inf``: unbounded)."""
+    doc: str
+    """What the weight does, for error messages and ``gpu-extender strategies``."""
+    flag: bool = False
+    """An on/off switch: only 0 and 1 are accepted."""
+
+
+@dataclass(frozen=True)
 class ScoringConfig:
     strategy: str
     """Registered scoring strategy (``gpu-extender check-config`` lists them)."""
     weights: Mapping[str, float] = field(default_factory=dict)
-    """Strategy-specific weights; each strategy documents the keys it reads."""
+    """Strategy-specific weights; each strategy declares the keys it reads (``Weight``), and
+    validation rejects any other key."""
 
 
 @dataclass(frozen=True)

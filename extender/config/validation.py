@@ -23,6 +23,7 @@ from extender.config.platforms import (
     validate_instance_types,
 )
 from extender.config.presets import PRESETS
+from extender.config.types import Weight
 from extender.errors import FieldError, join_accepted
 
 TOP_LEVEL_KEYS = ("apiVersion", "kind", "accelerators", "nodeLabels", "protection", "scoring",
@@ -106,10 +107,12 @@ class _Errors:
         return True
 
 
-def validate_config(raw: Mapping[str, Any], strategies: Collection[str] = ()) -> list[FieldError]:
+def validate_config(raw: Mapping[str, Any], strategies: StrategyCatalogue = ()
+                    ) -> list[FieldError]:
     """Every problem in a defaulted raw config; empty means valid.
 
-    ``strategies`` are the registered scoring strategy names (checked when given).
+    ``strategies``: the registered scoring strategies, name -> declared weights (checked
+    when given; ``scoring.weights`` keys are checked against the chosen strategy's).
     """
     errors = _Errors()
     errors.unknown_keys("", raw, TOP_LEVEL_KEYS)
@@ -342,20 +345,50 @@ def _validate_protection(errors: _Errors, protection: object, catalog: Catalog) 
                 _check_type_name(errors, f"{where}[{i}]", name, catalog, allow_star=True)
 
 
-def _validate_scoring(errors: _Errors, scoring: object, strategies: Collection[str]) -> None:
+StrategyCatalogue = Mapping[str, Mapping[str, Weight]] | Collection[str]
+"""What validation knows of the strategies: name -> declared weights (weights are then
+checked against the chosen strategy), or just the names (weights checked as numbers only)."""
+
+
+def _validate_scoring(errors: _Errors, scoring: object, strategies: StrategyCatalogue) -> None:
     if not errors.mapping("scoring", scoring):
         return
     assert isinstance(scoring, dict)
     errors.unknown_keys("scoring", scoring, ("strategy", "weights"))
     strategy = scoring.get("strategy")
-    if errors.string("scoring.strategy", strategy) and strategies and strategy not in strategies:
+    known = errors.string("scoring.strategy", strategy)
+    if known and strategies and strategy not in strategies:
         errors.add("scoring.strategy",
                    f"unknown strategy {strategy!r}; accepted: {join_accepted(strategies)}")
+        known = False
     weights = scoring.get("weights")
-    if errors.mapping("scoring.weights", weights):
-        assert isinstance(weights, dict)
+    if not errors.mapping("scoring.weights", weights):
+        return
+    assert isinstance(weights, dict)
+    if not (known and isinstance(strategies, Mapping)):
         for key, value in weights.items():
             errors.number(f"scoring.weights.{key}", value, minimum=0)
+        return
+    assert isinstance(strategy, str)
+    declared: Mapping[str, Weight] = strategies[strategy]
+    for key, value in weights.items():
+        path = f"scoring.weights.{key}"
+        weight = declared.get(key)
+        if weight is None:
+            accepted = join_accepted(declared) if declared else "none (it reads no weights)"
+            errors.add(path, f"strategy {strategy!r} has no weight {key!r}; accepted: {accepted}")
+        else:
+            _check_weight(errors, path, value, weight)
+
+
+def _check_weight(errors: _Errors, path: str, value: object, weight: Weight) -> None:
+    if not errors.number(path, value, minimum=weight.low):
+        return
+    assert isinstance(value, int | float)
+    if weight.flag and value not in (0, 1):
+        errors.add(path, f"must be 0 or 1 ({weight.doc}), got {value!r}")
+    elif value > weight.high:
+        errors.add(path, f"must be <= {weight.high:g} ({weight.doc}), got {value!r}")
 
 
 def _validate_service(errors: _Errors, service: object) -> None:

@@ -21,7 +21,7 @@ import math
 import sys
 from typing import Any
 
-from extender.core.scoring.base import strategy_names
+from extender.core.scoring.registry import strategy_names
 from extender.errors import ExtenderError
 from extender.simulator.fleet import FleetOptions, fleet_scenario
 from extender.simulator.replay import TIE_BREAKS, Replay, ReplayOptions

@@ -6,6 +6,12 @@ Details (FGD's ``merge_*_discrete.py``): after arrival ``j`` the recorder logs
     used_j      = GPU-equivalents held by placed pods
     frag_j      = sum over nodes of F_n (FGD's fragmentation against the typical shapes)
     cost_j      = sum over placed pods of price(type) x GPU-equivalents     (USD per hour)
+    occupied_j  = sum over nodes holding at least one pod of the node's price  (USD per hour)
+
+``cost`` is what the allocated GPUs are worth (a fixed fleet pays for every node anyway);
+``occupied`` is the bill of an elastic node pool, where a node without pods is scaled away:
+a node's price is the sum of its GPUs' catalog prices (CPU-only nodes count 0: the catalog
+prices GPUs only). Pods never depart in a replay, so a node stays occupied once used.
 
 The curve has one point per integer ``k`` of arrived % (= 100 arrived / capacity): the mean
 of the logged values over the arrivals whose arrived % rounds to ``k`` (half to even, as
@@ -34,6 +40,8 @@ class CurvePoint:
     allocated_pct: float
     frag_pct: float
     cost_per_hour: float
+    occupied_cost_per_hour: float = 0.0
+    """$/h of the nodes that hold at least one pod (see the module docstring)."""
 
     @property
     def unallocated_pct(self) -> float:
@@ -52,13 +60,21 @@ class Recorder:
         if len(rows):
             state = gpu_state(snapshot, rows)
             self._frag[rows] = model.node_frag(state, model.levels(snapshot.cpu_free[rows]))
+        gpu_type = snapshot.gpu_type
+        price = np.where(gpu_type >= 0, snapshot.catalog.price[np.maximum(gpu_type, 0)], 0.0)
+        self._node_price = price.sum(axis=1)
+        self._occupied = np.zeros(snapshot.n_nodes, dtype=bool)
         self._arrived = 0
         self._used = 0.0
         self._cost = 0.0
-        self._log: list[tuple[int, float, float, float]] = []
+        self._occupied_cost = 0.0
+        self._log: list[tuple[int, float, float, float, float]] = []
 
     def node_changed(self, snapshot: ClusterSnapshot, row: int) -> None:
-        """Recompute F of one node (after a pod was placed on it)."""
+        """Recompute F of one node (after a pod was placed on it); it is now occupied."""
+        if not self._occupied[row]:
+            self._occupied[row] = True
+            self._occupied_cost += float(self._node_price[row])
         rows = np.array([row], dtype=np.int64)
         state = gpu_state(snapshot, rows)
         self._frag[row] = float(self.model.node_frag(
@@ -69,7 +85,8 @@ class Recorder:
         self._arrived += demand_milli
         self._used += gpus
         self._cost += cost
-        self._log.append((self._arrived, self._used, float(self._frag.sum()), self._cost))
+        self._log.append((self._arrived, self._used, float(self._frag.sum()), self._cost,
+                          self._occupied_cost))
 
     @property
     def used_gpus(self) -> float:
@@ -79,10 +96,15 @@ class Recorder:
     def cost_per_hour(self) -> float:
         return self._cost
 
+    @property
+    def occupied_cost_per_hour(self) -> float:
+        return self._occupied_cost
+
     def log(self) -> npt.NDArray[np.float64]:
-        """(n_arrivals, 4): arrived thousandths, used GPUs, frag thousandths, cost."""
+        """(n_arrivals, 5): arrived thousandths, used GPUs, frag thousandths, cost, occupied
+        cost."""
         if not self._log:
-            return np.zeros((0, 4), dtype=np.float64)
+            return np.zeros((0, 5), dtype=np.float64)
         return np.array(self._log, dtype=np.float64)
 
     def curve(self, last_pct: int) -> list[CurvePoint]:
@@ -109,5 +131,7 @@ def bin_curve(log: npt.NDArray[np.float64], capacity_milli: int,
         points.append(CurvePoint(arrived_pct=k,
                                  allocated_pct=round(float(values[1]) * 100.0 / gpus, 4),
                                  frag_pct=round(float(values[2]) / MILLI * 100.0 / gpus, 4),
-                                 cost_per_hour=round(float(values[3]), 4)))
+                                 cost_per_hour=round(float(values[3]), 4),
+                                 occupied_cost_per_hour=round(float(values[4]), 4)
+                                 if log.shape[1] > 4 else 0.0))
     return points

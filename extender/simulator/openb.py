@@ -27,7 +27,7 @@ import yaml
 from extender.catalog import Catalog
 from extender.config import load_config_text
 from extender.config.defaults import DEFAULT_STRATEGY
-from extender.core.scoring.base import strategy_names
+from extender.core.scoring.registry import strategy_weights
 from extender.model import GpuDevice, GpuRequest, NodeInfo, RequestKind
 from extender.platform import Platform, build_platform
 from extender.simulator.errors import TraceError
@@ -78,7 +78,7 @@ def platform_for_models(models: Iterable[str], *, extra: Iterable[dict[str, Any]
     if protected_types is not None:
         raw["protection"] = {"protectedTypes": list(protected_types)}
     config = load_config_text(yaml.safe_dump(raw), source="simulator platform",
-                              strategies=strategy_names())
+                              strategies=strategy_weights())
     return build_platform(config)
 
 

@@ -44,8 +44,7 @@ from extender.core.assign import taken_fraction
 from extender.core.fit import fit
 from extender.core.frag import FragModel
 from extender.core.request import PlacementRequest
-from extender.core.scoring.base import Strategy
-from extender.core.scoring.baselines import PlacementObserver
+from extender.core.scoring.base import PLACEMENTS, PlacementObserver, Strategy
 from extender.core.workload import WorkloadMix, typical_shapes
 from extender.inventory.snapshot import ClusterSnapshot
 from extender.inventory.store import Inventory
@@ -56,6 +55,9 @@ from extender.simulator.metrics import CurvePoint, Recorder
 from extender.simulator.scenario import PodKind, Scenario
 
 TIE_TOLERANCE = 1e-9
+
+FEEDS = frozenset({PLACEMENTS})
+"""What the replay feeds a strategy: every placement (``PlacementObserver.placed``)."""
 
 
 @dataclass(frozen=True)
@@ -150,7 +152,7 @@ class Replay:
         mix = WorkloadMix(prior=scenario.typical.items(),
                           memory_per_gpu=scenario.memory_per_gpu())
         self.strategy: Strategy = platform.strategy(options.policy, workload=mix,
-                                                    seed=strategy_seed)
+                                                    seed=strategy_seed, feeds=FEEDS)
         self.policy = options.policy or platform.config.scoring.strategy
         self.frag_model = FragModel(platform.catalog, typical_shapes(scenario.typical))
         snapshot = self.inventory.snapshot()

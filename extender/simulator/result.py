@@ -13,8 +13,11 @@ JSON schema (``SCHEMA_VERSION`` 1)::
       "allocated_gpus": float, "cost_per_hour": float,
       "placed_by_label": {label: {"pods": n, <gpu type>: GPU-equivalents}},
       "untyped_on_protected": int,   (pods naming no type placed on a protected type)
+      "occupied_cost_per_hour": {"25": float, "50": ..., "75": ..., "100": ...},
+                                     ($/h of the nodes holding a pod, at arrived %)
       "curve": [{"arrived_pct": int, "allocated_pct": float, "unallocated_pct": float,
-                 "frag_pct": float, "cost_per_hour": float}, ...],
+                 "frag_pct": float, "cost_per_hour": float,
+                 "occupied_cost_per_hour": float}, ...],
       "wall_seconds": float
     }
 """
@@ -29,6 +32,16 @@ from extender.simulator.replay import ReplayResult
 
 SCHEMA_VERSION = 1
 REPORTED_PCTS = (90, 95, 100, 110, 130)
+BILL_PCTS = (25, 50, 75, 100)
+"""Arrived % at which the occupied-node bill is reported (issue 11)."""
+
+
+def occupied_cost_at(result: ReplayResult, arrived_pct: int) -> float | None:
+    """$/h of the occupied nodes at an arrived % of the curve (``None``: no such point)."""
+    for point in result.curve:
+        if point.arrived_pct == arrived_pct:
+            return point.occupied_cost_per_hour
+    return None
 
 
 def to_json(result: ReplayResult) -> dict[str, Any]:
@@ -46,11 +59,13 @@ def to_json(result: ReplayResult) -> dict[str, Any]:
         "unallocated_pct": {str(k): result.unallocated_at(k) for k in REPORTED_PCTS},
         "allocated_gpus": result.used_gpus,
         "cost_per_hour": result.cost_per_hour,
+        "occupied_cost_per_hour": {str(k): occupied_cost_at(result, k) for k in BILL_PCTS},
         "placed_by_label": result.placed_by_label,
         "untyped_on_protected": result.untyped_on_protected,
         "curve": [{"arrived_pct": p.arrived_pct, "allocated_pct": p.allocated_pct,
                    "unallocated_pct": round(p.unallocated_pct, 4), "frag_pct": p.frag_pct,
-                   "cost_per_hour": p.cost_per_hour} for p in result.curve],
+                   "cost_per_hour": p.cost_per_hour,
+                   "occupied_cost_per_hour": p.occupied_cost_per_hour} for p in result.curve],
         "wall_seconds": result.wall_seconds,
     }
 
@@ -74,4 +89,7 @@ def summary(result: ReplayResult) -> str:
         f"  unallocated GPUs at arrived demand {rows}",
         f"  allocated {result.used_gpus:.1f} GPUs costing {result.cost_per_hour:.2f} $/h; "
         f"replay took {result.wall_seconds:.1f} s",
+        "  occupied nodes cost " + ", ".join(
+            f"{k} %: " + ("n/a" if (c := occupied_cost_at(result, k)) is None else f"{c:.2f}")
+            for k in BILL_PCTS) + " $/h at arrived demand",
     ])

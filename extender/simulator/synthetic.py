@@ -61,7 +61,8 @@ def synthetic_nodes(rng: np.random.Generator, count: int) -> tuple[TraceNode, ..
                  for i, t in enumerate(NODE_TEMPLATES[int(p)] for p in picks))
 
 
-def _pod(rng: np.random.Generator, i: int, models: list[str], typed: float) -> TracePod:
+def _pod(rng: np.random.Generator, i: int, models: list[str], typed: float,
+         memory_per_core: int = MEMORY_PER_CORE) -> TracePod:
     kind = POD_CLASSES[int(rng.choice(len(POD_CLASSES), p=POD_CLASS_WEIGHTS))]
     cpu = int(CPU_SIZES[int(rng.integers(len(CPU_SIZES)))])
     num_gpu, milli = 1, MILLI
@@ -77,14 +78,15 @@ def _pod(rng: np.random.Generator, i: int, models: list[str], typed: float) -> T
         spec = tuple(sorted(str(m) for m in rng.choice(models, size=size, replace=False)))
     if kind == "share":  # a share asks CPU in proportion (0.47 of a GPU: 0.47 of the CPU)
         cpu = max(1_000, cpu * milli // MILLI // 100 * 100)
-    memory = MEMORY_PER_CORE * (cpu // 1000)
+    memory = memory_per_core * (cpu // 1000)
     return TracePod(name=f"syn-pod-{i:05d}", cpu_milli=cpu, memory_mib=memory,
                     num_gpu=num_gpu, gpu_milli=milli, gpu_spec=spec)
 
 
 def synthetic_trace(seed: int = 0, *, nodes: int = 64, load: float = 0.98,
-                    typed: float = 0.0) -> Trace:
-    """An openb-like trace: ``nodes`` GPU nodes and pods asking for ``load`` x their GPUs."""
+                    typed: float = 0.0, memory_per_core: int = MEMORY_PER_CORE) -> Trace:
+    """An openb-like trace: ``nodes`` GPU nodes and pods asking for ``load`` x their GPUs
+    (``memory_per_core`` MiB of memory per requested vCPU)."""
     if nodes < 1:
         raise ValueError(f"nodes must be >= 1, got {nodes}")
     rng = np.random.default_rng(seed)
@@ -94,7 +96,7 @@ def synthetic_trace(seed: int = 0, *, nodes: int = 64, load: float = 0.98,
     pods: list[TracePod] = []
     demand = 0
     while demand < target:
-        pod = _pod(rng, len(pods), models, typed)
+        pod = _pod(rng, len(pods), models, typed, memory_per_core)
         pods.append(pod)
         demand += pod.total_milli
     return Trace(name=f"synthetic-{seed}", nodes=cluster, pods=tuple(pods))

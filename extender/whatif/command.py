@@ -11,7 +11,7 @@ from pathlib import Path
 
 import orjson
 
-from extender.core.scoring.base import strategy_names
+from extender.core.scoring.registry import strategy_names
 from extender.errors import ConfigError, ExtenderError
 
 EXIT_INPUT = 2

@@ -12,7 +12,9 @@ import yaml
 from extender.catalog import AcceleratorType
 from extender.config import PlatformConfig, load_config, load_config_text
 from extender.config.defaults import DEFAULT_PRESETS, shipped_accelerators
+from extender.core.scoring.base import PLACEMENTS
 from extender.errors import ConfigError
+from extender.platform import load_platform
 
 P = pytest.param
 DEFAULT_YAML = Path(__file__).parents[2] / "extender" / "config" / "default.yaml"
@@ -221,3 +223,23 @@ class TestFileProblems:
             load_config_text(text)
         assert [(e.path, e.message) for e in raised.value.errors] == [
             ("(file)", f"must be a mapping, got {kind}")]
+
+
+def test_the_service_refuses_a_strategy_that_needs_placements_it_does_not_feed(
+        tmp_path: Path) -> None:
+    # gpu-clustering scores by the classes of the pods on each node, which only the
+    # simulator's replay reports; serve and check-config load through load_platform
+    path = tmp_path / "clustering.yaml"
+    path.write_text("scoring: {strategy: gpu-clustering}\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as raised:
+        load_platform(path)
+    (error,) = raised.value.errors
+    assert error.path == "scoring.strategy"
+    assert "'gpu-clustering' needs placements" in error.message
+    assert "only the simulator feeds" in error.message
+    assert "accepted here: best-fit, cheapest-first, cost-fragmentation" in error.message
+    assert "gpu-clustering" not in error.message.split("accepted here: ")[1]
+    platform = load_platform(path, feeds=frozenset({PLACEMENTS}))
+    assert platform.strategy(feeds=frozenset({PLACEMENTS})).NAME == "gpu-clustering"
+    with pytest.raises(ConfigError):
+        platform.strategy()

@@ -10,11 +10,11 @@ import yaml
 from extender.config import load_config_text
 from extender.config.defaults import apply_defaults
 from extender.config.validation import validate_config
-from extender.core.scoring.base import strategy_names
+from extender.core.scoring.registry import strategy_weights
 from extender.errors import ConfigError, FieldError
 
 P = pytest.param
-STRATEGIES = tuple(strategy_names())
+STRATEGIES = strategy_weights()
 
 
 def errors_of(config: dict[str, Any] | str) -> list[FieldError]:
@@ -174,10 +174,25 @@ SINGLE_MISTAKES = [
       id="an unknown strategy lists the registered ones"),
     P({"scoring": {"strategy": ""}}, "scoring.strategy", "must be a non-empty string",
       id="a strategy must not be empty"),
-    P({"scoring": {"weights": {"cost": -1}}}, "scoring.weights.cost", "must be >= 0, got -1",
-      id="a weight must not be negative"),
-    P({"scoring": {"weights": {"frag": "high"}}}, "scoring.weights.frag",
+    P({"scoring": {"weights": {"costWeight": -1}}}, "scoring.weights.costWeight",
+      "must be >= 0.0, got -1", id="a weight must not be below its range"),
+    P({"scoring": {"weights": {"costWeight": 5}}}, "scoring.weights.costWeight",
+      "must be <= 4 (w: the loss is multiplied by", id="a weight must not be above its range"),
+    P({"scoring": {"weights": {"typedCost": 0.5}}}, "scoring.weights.typedCost",
+      "must be 0 or 1", id="a flag weight is 0 or 1"),
+    P({"scoring": {"weights": {"memoryWeight": "high"}}}, "scoring.weights.memoryWeight",
       "must be a number, got 'high'", id="a weight must be a number"),
+    P({"scoring": {"weights": {"fragmentation": 2}}}, "scoring.weights.fragmentation",
+      "strategy 'cost-fragmentation' has no weight 'fragmentation'; accepted: claimWeight, "
+      "costWeight, elasticNodes, fragResolution, idlePrice, memoryWeight, typedCost",
+      id="a weight the default strategy does not read is rejected, naming those it reads"),
+    P({"scoring": {"strategy": "best-fit", "weights": {"costWeight": 1}}},
+      "scoring.weights.costWeight",
+      "strategy 'best-fit' has no weight 'costWeight'; accepted: none (it reads no weights)",
+      id="weights are checked against the chosen strategy"),
+    P({"scoring": {"strategy": "fgd", "weights": {"fragResolution": 0.02}}},
+      "scoring.weights.fragResolution", "strategy 'fgd' has no weight 'fragResolution'; "
+      "accepted: integer", id="another strategy's weight is rejected"),
     P({"scoring": {"weights": [1]}}, "scoring.weights", "must be a mapping",
       id="weights must be a mapping"),
     P({"scoring": {"policy": "fgd"}}, "scoring.policy", "unknown field",
@@ -266,15 +281,18 @@ def test_adjacent_starts_are_valid(starts: list[int]) -> None:
                                       "values": {"nvidia-tesla-t4": "Tesla-T4"}}]}},
           id="a custom mapping may target an alias"),
         P({"nodeLabels": {"presets": []}}, id="no presets at all is allowed"),
-        P({"scoring": {"weights": {"cost": 0, "frag": 1.5}}}, id="zero weights are allowed"),
+        P({"scoring": {"weights": {"costWeight": 0, "memoryWeight": 1.5}}},
+          id="declared weights of the default strategy, zero included"),
+        P({"scoring": {"strategy": "fgd", "weights": {"integer": 0}}},
+          id="a flag weight may be 0"),
         P(accel(new_type(aliases=[])), id="an empty alias list is allowed"),
         P(accel(new_type(family="a100")), id="a new type may join a shipped family"),
     ],
 )
 def test_valid_configs_pass(config: dict[str, Any]) -> None:
     loaded = load_config_text(yaml.safe_dump(config), strategies=STRATEGIES)
-    # accepted and in effect: the setting was not dropped on the way to the typed config
-    assert loaded != load_config_text("{}", strategies=STRATEGIES)
+    scoring = config.get("scoring", {})
+    assert dict(loaded.scoring.weights) == scoring.get("weights", {})
 
 
 def test_a_star_is_only_for_namespace_allowances() -> None:

@@ -18,14 +18,15 @@ import pytest
 from extender.core.assign import NoFitError, assign
 from extender.core.fit import fit
 from extender.core.frag import FragModel, gpu_state
-from extender.core.scoring.base import StrategyContext, make_strategy
-from extender.core.scoring.capacity import request_fraction
+from extender.core.scoring.base import StrategyContext
 from extender.core.scoring.cost_fragmentation import CostFragmentation
-from extender.core.scoring.fgd import FGD, first_units
-from extender.core.workload import Shape
+from extender.core.scoring.fgd import FGD
+from extender.core.scoring.registry import make_strategy
+from extender.core.workload import Shape, WorkloadMix
 from extender.inventory import ClusterSnapshot
 from extender.model import GpuRequest, RequestKind
 from extender.simulator.metrics import Recorder
+from tests.core.default_oracle import default_keys, rank_scores
 from tests.core.helpers import (
     catalog,
     inventory,
@@ -41,6 +42,8 @@ from tests.reference.naive import NaiveNoFitError
 
 SEEDS = range(24)
 REQUESTS_PER_CLUSTER = 24
+MEMORY_PER_GPU = 24576.0
+"""MiB per GPU the default strategy's workload asks (so that dS, stranded memory, is live)."""
 
 
 def strategies(shapes: dict[Shape, float]) -> dict[str, object]:
@@ -55,7 +58,10 @@ def strategies(shapes: dict[Shape, float]) -> dict[str, object]:
         assert isinstance(scorer, FGD)
         scorer.frag.set_shapes(shapes)
         scorer.integer = name == "fgd"
-    default = CostFragmentation(StrategyContext(catalog(), platform().config.scoring))
+    default = make_strategy("cost-fragmentation", StrategyContext(
+        catalog(), platform().config.scoring, WorkloadMix(memory_per_gpu=MEMORY_PER_GPU),
+        np.random.default_rng(7)))
+    assert isinstance(default, CostFragmentation)
     default.frag.set_shapes(shapes)
     out["cost-fragmentation"] = default
     return out
@@ -68,7 +74,8 @@ def all_rows(snap: ClusterSnapshot) -> np.ndarray:
 def check_request(snap: ClusterSnapshot, req: GpuRequest, *, namespace: str, cpu: int,
                   shapes: dict[Shape, float], scorers: dict[str, object],
                   check_cpu_memory: bool = False, memory: int = 0) -> int:
-    """Compare fit, the four scorers, cost/dF and assign on every row; returns fitting rows."""
+    """Compare fit, every scorer, F before/after, dF and assign on every row; returns the
+    number of fitting rows."""
     ref = reference()
     preq = placement(req, namespace, cpu, memory)
     rows = all_rows(snap)
@@ -89,7 +96,7 @@ def check_request(snap: ClusterSnapshot, req: GpuRequest, *, namespace: str, cpu
     fgd = scorers["fgd"]
     for name, scorer in scorers.items():
         if name == "cost-fragmentation":
-            continue  # being tuned; checked for sanity below, its building blocks exactly
+            continue  # against its own oracle below
         out = scorer.score(snap, preq, result)  # type: ignore[attr-defined]
         assert [int(r) for r in out.rows] == fitting, (name, context)
         assert np.all((out.scores >= 0) & (out.scores <= 100)), (name, context)
@@ -118,10 +125,9 @@ def check_request(snap: ClusterSnapshot, req: GpuRequest, *, namespace: str, cpu
             want_scores = [method(snap, req, row, units[row]) for row in fitting]
             np.testing.assert_allclose(out.scores, want_scores, atol=1e-9, err_msg=context)
 
-    # -- the default strategy's building blocks: F before / after from FGD's model, dF of the
-    #    chosen GPU, and the price of what the pod takes
+    # -- F before / after from FGD's model, and dF of the chosen GPU
     assert isinstance(fgd, FGD)
-    positions, frag_rows, before, after = fgd.frag.frag_after(snap, preq, result)
+    _, frag_rows, before, after = fgd.frag.frag_after(snap, preq, result)
     assert [int(r) for r in frag_rows] == fitting
     share = req.kind in (RequestKind.FRACTION, RequestKind.VRAM)
     assert after.ndim == (2 if share else 1)
@@ -135,33 +141,38 @@ def check_request(snap: ClusterSnapshot, req: GpuRequest, *, namespace: str, cpu
                     assert float(after[j, slot]) == pytest.approx(want_after, abs=1e-7)
                 else:
                     assert after[j, slot] == np.inf
-    for integer in (False, True):
-        _, delta, choice, _ = fgd.frag.delta(snap, preq, result, integer=integer)
+    for name in ("fgd", "fgd-float"):
+        scorer = scorers[name]
+        assert isinstance(scorer, FGD)
+        _, delta, choice = scorer.delta(snap, preq, result)
         for j, row in enumerate(fitting):
             want = ref.fgd(snap, req, row, units[row], shapes, cpu_milli=cpu,
-                           integer=integer)
+                           integer=scorer.integer)
             if want.choice < 0:
                 assert int(choice[j]) == -1
                 assert float(delta[j]) == pytest.approx(want.delta, abs=1e-9), (context, row)
             else:
-                assert int(choice[j]) in want.near_best, (context, row, integer)
-    _, _, choice, _ = fgd.frag.delta(snap, preq, result)
-    taken = first_units(result.units[positions], req.count)
-    has_choice = choice >= 0
-    taken[has_choice] = False
-    taken[np.flatnonzero(has_choice), choice[has_choice]] = True
-    gpu_type = snap.gpu_type[frag_rows]
-    price = catalog().price[np.where(gpu_type >= 0, gpu_type, catalog().unknown_index)]
-    costs = np.where(taken, price * request_fraction(snap, preq, frag_rows), 0.0).sum(axis=1)
-    for j, row in enumerate(fitting):
-        want_cost = ref.cost(snap, req, row, units[row], int(choice[j]))
-        assert float(costs[j]) == pytest.approx(want_cost, abs=1e-9), (context, row)
-    default = scorers["cost-fragmentation"].score(snap, preq, result)  # type: ignore[attr-defined]
+                assert int(choice[j]) in want.near_best, (context, row, name)
+    _, _, choice = fgd.delta(snap, preq, result)
+
+    # -- the default strategy against its oracle (tests/core/default_oracle.py)
+    default_scorer = scorers["cost-fragmentation"]
+    assert isinstance(default_scorer, CostFragmentation)
+    default = default_scorer.score(snap, preq, result)
     assert [int(r) for r in default.rows] == fitting
-    assert np.all((default.scores >= 0) & (default.scores <= 100))
-    for j, row in enumerate(fitting):
-        if int(default.choice[j]) >= 0:
-            assert units[row][int(default.choice[j])] > 0
+    oracle = default_keys(ref, snap, req, fitting, units, shapes=shapes,
+                          weights=default_scorer.context.weights(default_scorer.WEIGHTS),
+                          salt=default_scorer.salt, memory_per_gpu=MEMORY_PER_GPU,
+                          cpu_milli=cpu, memory_mib=memory)
+    terms = default_scorer.terms(snap, preq, result)
+    np.testing.assert_allclose(terms.loss, [o.loss for o in oracle], atol=1e-9,
+                               err_msg=context)
+    assert [int(c) for c in default.choice] == [o.choice for o in oracle], context
+    near_edge = any(abs(o.loss / default_scorer.resolution
+                        - round(o.loss / default_scorer.resolution)) < 1e-6 and
+                    abs(o.loss) > 1e-9 for o in oracle)
+    if not near_edge:  # a loss on a bucket edge may round either way on both sides
+        assert default.scores.tolist() == rank_scores(oracle), context
 
     # -- assign: default rules, and the FGD choice as the preferred order
     for row in fitting:
@@ -252,8 +263,9 @@ def test_an_empty_cluster_fits_nothing_and_scores_nothing(kind: RequestKind) -> 
     for scorer in _scorers().values():
         out = scorer.score(snap, preq, result)  # type: ignore[attr-defined]
         assert len(out.rows) == len(out.scores) == len(out.choice) == 0
-    with_cost = CostFragmentation(StrategyContext(catalog(), platform().config.scoring))
-    assert len(with_cost.score(snap, preq, result).rows) == 0
+    default = make_strategy("cost-fragmentation",
+                            StrategyContext(catalog(), platform().config.scoring))
+    assert len(default.score(snap, preq, result).rows) == 0
 
 
 @pytest.mark.parametrize("kind", list(RequestKind))

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from extender.core.fit import fit
-from extender.core.frag import FragModel, gpu_state
-from extender.core.scoring.base import StrategyContext, make_strategy
-from extender.core.scoring.fgd import FGD, share_after
+from extender.core.frag import FragModel, gpu_state, share_after_at
+from extender.core.scoring.base import StrategyContext
+from extender.core.scoring.fgd import FGD
+from extender.core.scoring.registry import make_strategy
 from extender.core.workload import Shape
 from extender.inventory import ClusterSnapshot
 from extender.model import NodeInfo
@@ -136,17 +137,17 @@ def test_fgd_delta_worked_by_hand_on_a_two_gpu_node_with_two_shapes() -> None:
     req = request("fraction", milli=300)
     preq = placement(req)
     rows = snap.valid_rows()
-    assert share_after(snap, preq, rows)[0, :2].tolist() == [200, 700]
-    model = FragModel(catalog(), TWO_SHAPES)
-    state = gpu_state(snap, rows)
-    after = model.frag_after_share(state, model.levels(snap.cpu_free[rows]),
-                                   share_after(snap, preq, rows))
-    assert after[0, :2].tolist() == pytest.approx([200.0, 250.0])
+    slots = np.array([0, 1], dtype=np.intp)
+    assert share_after_at(snap, preq, rows[[0, 0]], slots).tolist() == [200, 700]
     result = fit(snap, preq, rows)
-    scored = fgd(TWO_SHAPES).score(snap, preq, result)
+    strategy = fgd(TWO_SHAPES)
+    _, _, before, after = strategy.frag.frag_after(snap, preq, result)
+    assert float(before[0]) == pytest.approx(250.0)
+    assert after[0, :2].tolist() == pytest.approx([200.0, 250.0])
+    scored = strategy.score(snap, preq, result)
     assert int(scored.choice[0]) == 0
     assert float(scored.scores[0]) == 51.0
-    _, delta, _, _ = fgd(TWO_SHAPES).frag.delta(snap, preq, result)
+    _, delta, _ = strategy.delta(snap, preq, result)
     assert float(delta[0]) == pytest.approx(-0.05)
     floats = fgd(TWO_SHAPES, integer=False).score(snap, preq, result)
     assert float(floats.scores[0]) == pytest.approx(100 / (1 + np.exp(-0.05)))
@@ -170,7 +171,7 @@ def test_fgd_ignores_cpu_only_offsets_that_do_not_depend_on_placement() -> None:
     snap = one_node(node("n", "t4", 1))
     preq = placement(request("fraction", milli=250))
     result = fit(snap, preq, snap.valid_rows())
-    _, delta, _, _ = fgd({Shape(0, 0, 0, 0): 1.0}).frag.delta(snap, preq, result)
+    _, delta, _ = fgd({Shape(0, 0, 0, 0): 1.0}).delta(snap, preq, result)
     assert float(delta[0]) == pytest.approx(-0.25)
 
 

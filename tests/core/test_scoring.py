@@ -3,13 +3,17 @@ blocks of the default strategy (cost of what a pod takes, dF from FGD's fragment
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
+
 import numpy as np
 import pytest
 
 from extender.core.fit import fit
-from extender.core.scoring.base import StrategyContext, make_strategy, strategy_names
+from extender.core.scoring.base import StrategyContext
 from extender.core.scoring.capacity import free_by_type, request_fraction, used_fraction
-from extender.core.scoring.fgd import first_units
+from extender.core.scoring.cost_fragmentation import CheapestFirst
+from extender.core.scoring.registry import make_strategy, strategy_names
 from extender.inventory import ClusterSnapshot
 from extender.model import GpuRequest
 from tests.core.helpers import (
@@ -123,20 +127,15 @@ def test_cost_of_what_a_pod_takes(req: GpuRequest, type_id: str, expected: float
     snap = inventory(node("n", type_id, 2, mig=mig)).snapshot()
     preq = placement(req, "platform")
     result = fit(snap, preq, snap.valid_rows())
-    rows = snap.valid_rows()
-    # what the default strategy charges: price x share, over the GPUs the pod would take
-    taken = first_units(result.units, req.count)
-    price = catalog().price[snap.gpu_type[rows]]
-    cost = np.where(taken, price * request_fraction(snap, preq, rows), 0.0).sum(axis=1)
+    # what cheapest-first ranks by first: price x GPU-equivalents the pod takes
+    strategy = make_strategy("cheapest-first",
+                             StrategyContext(catalog(), platform().config.scoring))
+    assert isinstance(strategy, CheapestFirst)
+    rows, cost = strategy.hourly_cost(snap, preq, result)
+    assert rows.tolist() == [0]
     assert float(cost[0]) == pytest.approx(expected)
     want = reference().cost(snap, req, 0, [int(u) for u in result.units[0]], -1)
     assert want == pytest.approx(expected)
-
-
-def test_first_units_are_the_lowest_slots_with_a_unit() -> None:
-    units = np.array([[0, 1, 1, 1], [1, 0, 0, 1]], dtype=np.int16)
-    assert first_units(units, 2).tolist() == [[False, True, True, False],
-                                              [True, False, False, True]]
 
 
 def test_free_by_type_sums_nodes_whole_and_mixed_nodes_gpu_by_gpu() -> None:
@@ -149,3 +148,70 @@ def test_free_by_type_sums_nodes_whole_and_mixed_nodes_gpu_by_gpu() -> None:
     free = free_by_type(inv.snapshot())
     assert free[catalog().index_of("t4")] == pytest.approx(2.75)
     assert free[catalog().index_of("l4")] == pytest.approx(0.75)
+
+
+# -- the default's cost rules ------------------------------------------------------------------
+
+IDLE_FLEET = (("l40s", 1.86), ("t4", 0.53), ("l4", 0.80), ("a10g", 1.01), ("a100-80gb", 3.43))
+
+
+def idle_fleet(order: Sequence[int], count: int = 1) -> ClusterSnapshot:
+    return inventory(*(node(f"n-{IDLE_FLEET[i][0]}", IDLE_FLEET[i][0], count)
+                       for i in order)).snapshot()
+
+
+def top_node(snap: ClusterSnapshot, req: GpuRequest, weights: dict[str, float] | None = None,
+             seed: int = 0) -> str:
+    preq = placement(req)
+    result = fit(snap, preq, snap.valid_rows())
+    config = platform().config.scoring
+    if weights is not None:
+        config = dataclasses.replace(config, weights=weights)
+    strategy = make_strategy("cost-fragmentation", StrategyContext(
+        catalog(), config, rng=np.random.default_rng(seed)))
+    out = strategy.score(snap, preq, result)
+    best = np.flatnonzero(out.scores == out.scores.max())
+    assert len(best) == 1  # the default never ties: the top node alone scores 100
+    return snap.node_names[int(out.rows[best[0]])]
+
+
+@pytest.mark.parametrize("count", [1, 2, 4])
+@pytest.mark.parametrize("seed", range(5))
+def test_an_untyped_pod_on_an_idle_fleet_opens_the_cheapest_unprotected_type(
+        seed: int, count: int) -> None:
+    # prices: T4 0.53 < L4 0.80 < A10G 1.01 < L40S 1.86 $/h (A100 3.43 is protected): every
+    # node idle and equally good for fragmentation -> the T4, whatever the node order
+    order = np.random.default_rng(seed).permutation(len(IDLE_FLEET)).tolist()
+    assert catalog().price[catalog().index_of("t4")] == pytest.approx(0.53)
+    snap = idle_fleet(order, count)
+    assert top_node(snap, request("whole", 1), seed=seed) == "n-t4"
+    assert top_node(snap, request("fraction", milli=500), seed=seed) == "n-t4"
+    # without the T4 node: the next cheapest, L4
+    without = idle_fleet([i for i in order if IDLE_FLEET[i][0] != "t4"], count)
+    assert top_node(without, request("whole", 1), seed=seed) == "n-l4"
+
+
+def test_idle_price_off_falls_back_to_the_fixed_node_order() -> None:
+    # with weights.idlePrice 0 the idle nodes are ranked by the salted hash only: over a few
+    # seeds the T4 is not always first
+    picks = {top_node(idle_fleet(range(len(IDLE_FLEET))), request("whole", 1),
+                      {"idlePrice": 0.0}, seed) for seed in range(8)}
+    assert picks != {"n-t4"}
+
+
+def test_a_used_node_is_still_preferred_to_opening_a_cheaper_idle_one() -> None:
+    # the L40S node already holds a pod and has a free GPU of the same fragmentation cost:
+    # consolidation comes before price (an elastic pool pays nothing more for it)
+    inv = inventory(node("n-l40s", "l40s", 2), node("n-t4", "t4", 2))
+    place(inv, request("whole", 1), "n-l40s")
+    assert top_node(inv.snapshot(), request("whole", 1)) == "n-l40s"
+
+
+def test_a_pod_that_names_two_types_gets_the_cheaper_on_used_nodes_too() -> None:
+    # a10g|l40s on two used nodes with equal keys otherwise: A10G (1.01) before L40S (1.86)
+    for seed in range(5):
+        inv = inventory(node("n-l40s", "l40s", 2), node("n-a10g", "a10g", 2))
+        place(inv, request("whole", 1), "n-l40s")
+        place(inv, request("whole", 1), "n-a10g")
+        assert top_node(inv.snapshot(), request("whole", 1, types=["a10g", "l40s"]),
+                        seed=seed) == "n-a10g"

@@ -12,7 +12,8 @@ from extender.catalog import Catalog
 from extender.core.assign import assign
 from extender.core.fit import fit
 from extender.core.request import PlacementRequest
-from extender.core.scoring.base import ScoreResult, StrategyContext, make_strategy
+from extender.core.scoring.base import ScoreResult, StrategyContext
+from extender.core.scoring.registry import make_strategy
 from extender.inventory import Inventory
 from extender.model import GpuDevice, GpuRequest, NodeInfo, PodKey, RequestKind
 from extender.platform import Platform, load_platform

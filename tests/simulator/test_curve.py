@@ -34,3 +34,30 @@ def test_points_average_the_arrivals_that_round_to_them() -> None:
 
 def test_an_empty_log_has_no_curve() -> None:
     assert bin_curve(np.zeros((0, 4)), CAPACITY, 130) == []
+
+
+def test_the_occupied_bill_counts_each_used_node_once_at_its_full_price() -> None:
+    from extender.core.frag import FragModel
+    from extender.core.workload import Shape
+    from extender.simulator.metrics import Recorder
+    from tests.core.helpers import catalog, inventory, node, place, request
+
+    # a: 2 x T4 (0.53 $/h each) = 1.06; b: 1 x L40S = 1.86; c: no GPUs = 0
+    inv = inventory(node("a", "t4", 2), node("b", "l40s", 1), node("c", count=0))
+    snap = inv.snapshot()
+    recorder = Recorder(FragModel(catalog(), {Shape(1, 1000): 1.0}), snap, 3000)
+    price = {name: float(catalog().price[catalog().index_of(t)])
+             for name, t in (("a", "t4"), ("b", "l40s"))}
+    assert recorder.occupied_cost_per_hour == 0.0
+    for name, want in (("a", 2 * price["a"]),             # a opens: both T4s are billed
+                       ("a", 2 * price["a"]),             # a again: no new node
+                       ("b", 2 * price["a"] + price["b"]),
+                       ("c", 2 * price["a"] + price["b"])):  # a CPU-only node prices 0
+        if name != "c":  # a CPU-only pod on c: nothing for the inventory to hold
+            place(inv, request("fraction", milli=250), name)
+        recorder.node_changed(inv.snapshot(), snap.node_index[name])
+        recorder.arrival(250, 0.25, 0.25 * price["a"])
+        assert recorder.occupied_cost_per_hour == pytest.approx(want)
+    assert recorder.log()[:, 4].tolist() == pytest.approx(
+        [2 * price["a"], 2 * price["a"], 2 * price["a"] + price["b"],
+         2 * price["a"] + price["b"]])

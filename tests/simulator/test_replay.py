@@ -9,8 +9,8 @@ import itertools
 import numpy as np
 import pytest
 
-from extender.core.scoring.base import strategy_names
 from extender.core.scoring.capacity import used_fraction
+from extender.core.scoring.registry import strategy_names
 from extender.core.workload import typical_shapes
 from extender.inventory import ClusterSnapshot
 from extender.simulator.replay import Replay, ReplayOptions, ReplayResult, pick_best
@@ -106,8 +106,8 @@ def test_json_schema() -> None:
     assert out["schema"] == SCHEMA_VERSION
     assert set(out) == {"schema", "policy", "seed", "trace", "inflate", "cluster", "pods",
                         "unallocated_pct_at_100", "unallocated_pct", "allocated_gpus",
-                        "cost_per_hour", "placed_by_label", "untyped_on_protected", "curve",
-                        "wall_seconds"}
+                        "cost_per_hour", "occupied_cost_per_hour", "placed_by_label",
+                        "untyped_on_protected", "curve", "wall_seconds"}
     assert isinstance(out["unallocated_pct_at_100"], float)
     assert out["unallocated_pct"]["100"] == out["unallocated_pct_at_100"]
     assert set(out["cluster"]) == {"nodes", "gpus"}
@@ -115,7 +115,12 @@ def test_json_schema() -> None:
                                 "failures_by_request"}
     point = out["curve"][100]
     assert set(point) == {"arrived_pct", "allocated_pct", "unallocated_pct", "frag_pct",
-                          "cost_per_hour"}
+                          "cost_per_hour", "occupied_cost_per_hour"}
+    assert set(out["occupied_cost_per_hour"]) == {"25", "50", "75", "100"}
+    # the occupied nodes' bill grows with arrivals and covers at least the GPUs allocated
+    bills = [out["occupied_cost_per_hour"][k] for k in ("25", "50", "75", "100")]
+    assert bills == sorted(bills) and bills[0] > 0
+    assert point["occupied_cost_per_hour"] >= point["cost_per_hour"]
     assert point["arrived_pct"] == 100
     assert point["unallocated_pct"] == pytest.approx(100 - point["allocated_pct"])
     assert out["cost_per_hour"] > 0

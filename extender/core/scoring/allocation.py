@@ -11,19 +11,17 @@ Details (``least_allocated.go``, ``most_allocated.go``): with ``capacity`` the n
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import ClassVar
+
 import numpy as np
 
+from extender.config.types import Weight
 from extender.core.fit import FitResult
 from extender.core.request import PlacementRequest
-from extender.core.scoring.base import (
-    MAX_SCORE,
-    ScoreResult,
-    StrategyContext,
-    fitting,
-    no_choice,
-    register,
-)
+from extender.core.scoring.base import MAX_SCORE, ScoreResult, StrategyContext
 from extender.core.scoring.capacity import unit_take, used_total
+from extender.core.scoring.helpers import fitting, no_choice
 from extender.inventory.snapshot import ClusterSnapshot
 
 
@@ -38,7 +36,9 @@ def requested_share(snapshot: ClusterSnapshot, req: PlacementRequest,
 
 
 class LeastAllocated:
-    name = "least-allocated"
+    NAME: ClassVar[str] = "least-allocated"
+    WEIGHTS: ClassVar[Mapping[str, Weight]] = {}
+    NEEDS: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, context: StrategyContext) -> None:
         self.context = context
@@ -52,7 +52,9 @@ class LeastAllocated:
 
 
 class MostAllocated:
-    name = "most-allocated"
+    NAME: ClassVar[str] = "most-allocated"
+    WEIGHTS: ClassVar[Mapping[str, Weight]] = {}
+    NEEDS: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, context: StrategyContext) -> None:
         self.context = context
@@ -64,6 +66,3 @@ class MostAllocated:
         scores = np.where(capacity > 0, requested * MAX_SCORE / safe, 0.0)
         return ScoreResult(rows, scores, no_choice(len(rows)))
 
-
-register("least-allocated")(LeastAllocated)
-register("most-allocated")(MostAllocated)

@@ -1,27 +1,38 @@
-"""The scoring extension point: one small protocol, strategies in a registry.
+"""The scoring extension point: the protocol a strategy implements, nothing else.
 
 A strategy ranks the nodes that fit (``score``) and may say which GPU it had in mind on each
 (``choice``), so that the bind places the pod exactly where the score assumed. Scores are
 floats in ``[0, MAX_SCORE]``; the wire layer rescales to the extender's 0..10.
+
+Each strategy class declares, as class constants (kube's plugin ``Name``, scikit-learn's
+``_parameter_constraints``): ``NAME`` (its registry key, written once), ``WEIGHTS`` (the
+``scoring.weights`` keys it reads, with ranges and defaults: the config layer rejects any
+other key) and ``NEEDS`` (what its caller must feed it; ``PLACEMENTS``: the caller reports
+every placement through ``placed``). The registry (``registry.py``) sits above the strategies.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
 from extender.catalog import Catalog
-from extender.config.types import ScoringConfig
+from extender.config.types import ScoringConfig, Weight
 from extender.core.fit import FitResult
 from extender.core.request import PlacementRequest
 from extender.core.workload import WorkloadMix
 from extender.inventory.snapshot import ClusterSnapshot
+from extender.model import Assignment
 
 MAX_SCORE = 100.0
+
+PLACEMENTS = "placements"
+"""A need: the strategy's score depends on where earlier pods went (their classes), which the
+snapshot's per-GPU arrays do not record; the caller must call ``placed`` after each bind."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -41,65 +52,30 @@ class StrategyContext:
     workload: WorkloadMix = field(default_factory=WorkloadMix)
     rng: np.random.Generator = field(default_factory=lambda: np.random.default_rng(0))
 
-    def weight(self, key: str, default: float) -> float:
-        return float(self.scoring.weights.get(key, default))
+    def weights(self, declared: Mapping[str, Weight]) -> dict[str, float]:
+        """The configured value of every declared weight, else its default (the config
+        layer has already rejected undeclared keys and values out of range)."""
+        given = self.scoring.weights
+        return {key: float(given.get(key, weight.default)) for key, weight in declared.items()}
 
 
 class Strategy(Protocol):
     """Ranks fitting nodes. Equal scores are broken at random by the caller (kube-scheduler
     in the service, the seeded RNG in the simulator)."""
 
-    name: str
+    NAME: ClassVar[str]
+    WEIGHTS: ClassVar[Mapping[str, Weight]]
+    NEEDS: ClassVar[frozenset[str]]
+
+    def __init__(self, context: StrategyContext) -> None: ...
 
     def score(self, snapshot: ClusterSnapshot, req: PlacementRequest,
               fit: FitResult) -> ScoreResult: ...
 
 
-StrategyFactory = Callable[[StrategyContext], Strategy]
-_REGISTRY: dict[str, StrategyFactory] = {}
+@runtime_checkable
+class PlacementObserver(Protocol):
+    """A strategy that needs ``PLACEMENTS``: told where each pod went."""
 
-
-def register(name: str) -> Callable[[StrategyFactory], StrategyFactory]:
-    def decorate(factory: StrategyFactory) -> StrategyFactory:
-        if name in _REGISTRY:
-            raise ValueError(f"scoring strategy {name!r} registered twice")
-        _REGISTRY[name] = factory
-        return factory
-    return decorate
-
-
-def strategy_names() -> list[str]:
-    _load_builtin()
-    return sorted(_REGISTRY)
-
-
-def make_strategy(name: str, context: StrategyContext) -> Strategy:
-    """Build a registered strategy; ``KeyError`` names the accepted ones."""
-    _load_builtin()
-    try:
-        factory = _REGISTRY[name]
-    except KeyError:
-        raise KeyError(f"scoring strategy {name!r} is not registered; accepted: "
-                       f"{', '.join(sorted(_REGISTRY))}") from None
-    return factory(context)
-
-
-def _load_builtin() -> None:
-    """Import the strategy modules (each registers itself)."""
-    from extender.core.scoring import (  # noqa: F401
-        allocation,
-        baselines,
-        best_fit,
-        cost_fragmentation,
-        fgd,
-    )
-
-
-def fitting(fit: FitResult) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """Positions (into ``fit.rows``) and snapshot rows of the nodes that fit."""
-    positions = np.flatnonzero(fit.fits)
-    return positions, fit.rows[positions]
-
-
-def no_choice(n: int) -> npt.NDArray[np.int16]:
-    return np.full(n, -1, dtype=np.int16)
+    def placed(self, snapshot: ClusterSnapshot, req: PlacementRequest, row: int,
+               assignment: Assignment) -> None: ...

@@ -34,34 +34,23 @@ come from ``capacity.used_fraction``, so the baselines also rank MIG, replica an
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from collections.abc import Mapping
+from typing import ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
+from extender.config.types import Weight
 from extender.core.fit import FitResult
 from extender.core.request import PlacementRequest
-from extender.core.scoring.base import (
-    MAX_SCORE,
-    ScoreResult,
-    StrategyContext,
-    fitting,
-    no_choice,
-    register,
-)
+from extender.core.scoring.base import MAX_SCORE, PLACEMENTS, ScoreResult, StrategyContext
 from extender.core.scoring.capacity import request_fraction, used_fraction
+from extender.core.scoring.helpers import fitting, no_choice
 from extender.inventory.snapshot import ClusterSnapshot
 from extender.model import Assignment, RequestKind
 from extender.units import MAX_CPU_MILLI, MAX_GPU_MILLI, MILLI
 
-
-@runtime_checkable
-class PlacementObserver(Protocol):
-    """A strategy that must be told where pods went (its score depends on pod classes, which
-    the snapshot's per-GPU arrays do not record)."""
-
-    def placed(self, snapshot: ClusterSnapshot, req: PlacementRequest, row: int,
-               assignment: Assignment) -> None: ...
+NO_WEIGHTS: Mapping[str, Weight] = {}
 
 
 def free_milli(snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
@@ -101,9 +90,10 @@ def affinity(req: PlacementRequest) -> str | None:
     return f"{req.count}-mig-{req.request.mig_profile}"
 
 
-@register("random")
 class RandomPlacement:
-    name = "random"
+    NAME: ClassVar[str] = "random"
+    WEIGHTS: ClassVar[Mapping[str, Weight]] = NO_WEIGHTS
+    NEEDS: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, context: StrategyContext) -> None:
         self.rng = context.rng
@@ -123,9 +113,10 @@ class RandomPlacement:
         return ScoreResult(rows, scores, choice)
 
 
-@register("dot-product")
 class DotProduct:
-    name = "dot-product"
+    NAME: ClassVar[str] = "dot-product"
+    WEIGHTS: ClassVar[Mapping[str, Weight]] = NO_WEIGHTS
+    NEEDS: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, context: StrategyContext) -> None:
         self.context = context
@@ -138,16 +129,20 @@ class DotProduct:
         dot = (cpu_left / MAX_CPU_MILLI) * (req.cpu_milli / MAX_CPU_MILLI) + \
             (gpu_left / MAX_GPU_MILLI) * (demand_milli(snapshot, req, fit, positions)
                                           / MAX_GPU_MILLI)
-        scores = np.floor(MAX_SCORE * (1.0 - dot / 2.0))
+        # clipped: a node with more than 128 cores, or with its CPU over-committed by
+        # observed pods, would leave [0, MAX_SCORE] (the framework rejects such scores)
+        scores = np.clip(np.floor(MAX_SCORE * (1.0 - dot / 2.0)), 0.0, MAX_SCORE)
         return ScoreResult(rows, scores, no_choice(len(rows)))
 
 
-@register("gpu-clustering")
 class GpuClustering:
-    """Needs the classes of the pods on each node: the caller reports placements through
-    ``placed`` (the simulator does). Counts are kept per snapshot row."""
+    """Needs the classes of the pods on each node (``PLACEMENTS``): the caller reports
+    placements through ``placed``. The simulator does; the service does not, so ``serve``
+    refuses this strategy. Counts are kept per snapshot row."""
 
-    name = "gpu-clustering"
+    NAME: ClassVar[str] = "gpu-clustering"
+    WEIGHTS: ClassVar[Mapping[str, Weight]] = NO_WEIGHTS
+    NEEDS: ClassVar[frozenset[str]] = frozenset({PLACEMENTS})
 
     def __init__(self, context: StrategyContext) -> None:
         self.context = context
@@ -186,9 +181,10 @@ class GpuClustering:
         return ScoreResult(rows, (base + band).astype(np.float64), no_choice(len(rows)))
 
 
-@register("gpu-packing")
 class GpuPacking:
-    name = "gpu-packing"
+    NAME: ClassVar[str] = "gpu-packing"
+    WEIGHTS: ClassVar[Mapping[str, Weight]] = NO_WEIGHTS
+    NEEDS: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, context: StrategyContext) -> None:
         self.context = context

@@ -10,37 +10,25 @@ so the node left with the least free capacity along both axes wins.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import ClassVar
+
 import numpy as np
 
+from extender.config.types import Weight
 from extender.core.fit import FitResult
 from extender.core.request import PlacementRequest
-from extender.core.scoring.base import (
-    MAX_SCORE,
-    ScoreResult,
-    StrategyContext,
-    fitting,
-    no_choice,
-    register,
-)
+from extender.core.scoring.base import MAX_SCORE, ScoreResult, StrategyContext
 from extender.core.scoring.capacity import unit_take, used_total
+from extender.core.scoring.helpers import fitting, min_max, no_choice
 from extender.inventory.snapshot import ClusterSnapshot
 from extender.units import MAX_CPU_MILLI, MAX_GPU_MILLI
 
 
-def min_max(scores: np.ndarray) -> np.ndarray:
-    """kube's NormalizeScore: rescale to [0, MAX_SCORE]; all equal -> all MAX_SCORE."""
-    if len(scores) == 0:
-        return scores
-    low, high = float(scores.min()), float(scores.max())
-    if high - low < 1e-12:
-        return np.full_like(scores, MAX_SCORE)
-    out: np.ndarray = np.clip((scores - low) * MAX_SCORE / (high - low), 0.0, MAX_SCORE)
-    return out  # clipped: (high - low) * 100 / (high - low) may round to 100.00000000000001
-
-
-@register("best-fit")
 class BestFit:
-    name = "best-fit"
+    NAME: ClassVar[str] = "best-fit"
+    WEIGHTS: ClassVar[Mapping[str, Weight]] = {}
+    NEEDS: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, context: StrategyContext) -> None:
         self.context = context

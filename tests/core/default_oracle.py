@@ -1,0 +1,153 @@
+"""The default strategy (``cost-fragmentation``) written from its docstring, one node and one
+GPU at a time, on the naive reference's plain-Python view of the snapshot.
+
+Only the inputs the docstring leaves to the strategy are taken from it: its weights, its salt
+(the seeded node order) and its typical shapes. Everything else (F before/after, stranded
+memory, typed claims, the keys and their ranks) is recomputed here without numpy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from extender.core.naive import MILLI, NaiveReference, node_view
+
+from extender.core.scoring.cost_fragmentation import CLAIM_FLOOR, HASH
+from extender.core.workload import Shape, gpu_equivalents
+from extender.inventory import ClusterSnapshot
+from extender.model import GpuRequest, RequestKind
+
+
+@dataclass(frozen=True)
+class OracleNode:
+    row: int
+    choice: int
+    loss: float
+    key: tuple[int, ...]
+    taken: float = 0.0
+    """GPU-equivalents the pod takes on the node."""
+
+
+def ceil_bucket(loss: float, resolution: float) -> int:
+    return math.ceil(loss / resolution - 1e-9)
+
+
+def claims(ref: NaiveReference, snapshot: ClusterSnapshot,
+           shapes: Mapping[Shape, float]) -> list[float]:
+    """claim(t) = clip((d_t / f_t - 1/2) / (1/2), 0, 1) per catalog type (and unknown)."""
+    n_types = len(ref.catalog) + 1
+    demand = [0.0] * n_types
+    total = 0.0
+    for shape, weight in shapes.items():
+        gpus = gpu_equivalents(shape)
+        total += weight * gpus
+        for t in shape.types or ():
+            demand[t] += weight * gpus / len(shape.types or ())
+    demand = [d / max(total, 1e-9) for d in demand]
+    free = [0.0] * n_types
+    for row in range(snapshot.n_nodes):
+        if not snapshot.node_valid[row]:
+            continue
+        for g in node_view(snapshot, row).gpus:
+            free[g.type_index] += 1.0 - ref.used_fraction(g)
+    all_free = max(sum(free), 1e-9)
+    out = []
+    for d, f in zip(demand, free, strict=True):
+        share = f / all_free
+        ratio = d / share if share > 0 else 0.0
+        out.append(min(max((ratio - CLAIM_FLOOR) / (1.0 - CLAIM_FLOOR), 0.0), 1.0))
+    return out
+
+
+def default_keys(ref: NaiveReference, snapshot: ClusterSnapshot, req: GpuRequest,
+                 rows: Sequence[int], units: Mapping[int, Sequence[int]], *,
+                 shapes: Mapping[Shape, float], weights: Mapping[str, float], salt: int,
+                 memory_per_gpu: float | None, cpu_milli: int = 0, memory_mib: int = 0
+                 ) -> list[OracleNode]:
+    resolution = weights["fragResolution"]
+    claim = claims(ref, snapshot, shapes)
+    catalog = ref.catalog
+    unknown = len(catalog)
+    share = req.kind in (RequestKind.FRACTION, RequestKind.VRAM)
+    out = []
+    for row in rows:
+        node = node_view(snapshot, row)
+        before = ref.node_frag(snapshot, row, shapes)
+        with_unit = [g for g in node.gpus if units[row][g.slot] > 0]
+        if share:
+            # the GPU: smallest dF bucket, then least free thousandths, then lowest slot
+            best: tuple[int, int, int, float, float] | None = None
+            for g in with_unit:
+                after = ref.frag_after(snapshot, req, row, shapes, cpu_milli=cpu_milli,
+                                       slots=[g.slot])
+                free = min(max(g.free, 0) * MILLI // max(g.total, 1), MILLI)
+                taken = req.milli / MILLI if req.kind is RequestKind.FRACTION else \
+                    req.vram_mib / max(g.total, 1)
+                rank = (ceil_bucket((after - before) / MILLI, resolution), free, g.slot)
+                if best is None or rank < best[:3]:
+                    best = (*rank, (after - before) / MILLI, taken)
+            assert best is not None
+            choice, delta, taken = best[2], best[3], best[4]
+        else:
+            after = ref.frag_after(snapshot, req, row, shapes, cpu_milli=cpu_milli,
+                                   slots=[g.slot for g in with_unit[: req.count]])
+            delta = (after - before) / MILLI
+            choice = -1
+            takes = [ref.take_fraction(req, g) for g in with_unit]
+            taken = (min(takes) if takes else 0.0) * req.count
+        # dS: GPUs left without the memory their pods would need
+        stranded = 0.0
+        if memory_per_gpu and weights["memoryWeight"]:
+            free_gpus = sum(1.0 - ref.used_fraction(g) for g in node.gpus)
+            s_before = max(0.0, free_gpus - node.memory_free / memory_per_gpu)
+            s_after = max(0.0, free_gpus - taken - (node.memory_free - memory_mib)
+                          / memory_per_gpu)
+            stranded = s_after - s_before
+        if choice >= 0:
+            taken_type = next(g.type_index for g in node.gpus if g.slot == choice)
+        else:
+            taken_type = node.gpus[0].type_index if node.gpus and node.gpus[0].slot == 0 \
+                else unknown
+        loss = delta + weights["memoryWeight"] * stranded
+        if weights["claimWeight"]:
+            loss += weights["claimWeight"] * taken * claim[taken_type]
+        if weights["costWeight"]:
+            prices = [catalog.types[t].price for r in range(snapshot.n_nodes)
+                      for t in (int(x) for x in snapshot.gpu_type[r]) if t >= 0]
+            mean = sum(prices) / len(prices) if prices else 1.0
+            loss *= (catalog.price[taken_type] / max(mean, 1e-9)) ** weights["costWeight"]
+        idle = 0 if any(g.pods > 0 for g in node.gpus) else 1
+        priority = ((row + salt) * HASH) & 0xFFFFFFFF
+        typed = req.types or ()
+        names_prices = weights["typedCost"] > 0 and len(typed) > 1 and \
+            not (req.kind is RequestKind.WHOLE and req.count == 0) and \
+            len({float(catalog.price[t]) for t in typed}) > 1
+        price = round(float(catalog.price[taken_type]) * 1000)
+        out.append(OracleNode(row, choice, loss, (ceil_bucket(loss, resolution), idle, price,
+                                                  priority), taken))
+    # the keys: the price itself between types the pod names; else, with idlePrice, the price
+    # on idle nodes only (0 on used ones); with elasticNodes the idle bit goes first
+    any_taken = any(n.taken > 0 for n in out)
+    keyed = []
+    for n in out:
+        bucket, idle, price, priority = n.key
+        key: tuple[int, ...]
+        if names_prices:
+            key = (bucket, idle, price, priority)
+        elif weights["idlePrice"] > 0 and any_taken:
+            key = (bucket, idle, price * idle, priority)
+        else:
+            key = (bucket, idle, priority)
+        if weights["elasticNodes"] > 0:
+            key = (idle, *key)
+        keyed.append(dataclasses.replace(n, key=key))
+    return keyed
+
+
+def rank_scores(nodes: Sequence[OracleNode]) -> list[float]:
+    """The best key scores 100, the next distinct key 90, ... floored at 0."""
+    distinct = sorted({n.key for n in nodes})
+    return [max(100.0 - 10.0 * distinct.index(n.key), 0.0) for n in nodes]
