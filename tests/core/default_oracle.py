@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from extender.core.naive import MILLI, NaiveReference, node_view
+from tests.reference.naive import MILLI, NaiveReference, node_view
 
 from extender.core.scoring.cost_fragmentation import CLAIM_FLOOR, HASH
 from extender.core.workload import Shape, gpu_equivalents

@@ -178,7 +178,10 @@ class GpuClustering:
         left = free_milli(snapshot, rows).sum(axis=1)
         base = trunc_div(25 * (MAX_GPU_MILLI - left), MAX_GPU_MILLI)
         band = np.where(same, np.where(classes == 1, 75, 50), np.where(classes == 0, 25, 0))
-        return ScoreResult(rows, (base + band).astype(np.float64), no_choice(len(rows)))
+        # clipped: a node with more free GPU than the 8-GPU node the formula normalises by
+        # would score below 0 (the framework rejects scores outside [0, MAX_SCORE])
+        scores = np.clip((base + band).astype(np.float64), 0.0, MAX_SCORE)
+        return ScoreResult(rows, scores, no_choice(len(rows)))
 
 
 class GpuPacking:
