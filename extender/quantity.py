@@ -19,9 +19,8 @@ from collections.abc import Callable
 from decimal import ROUND_CEILING, Decimal, InvalidOperation
 from typing import NoReturn
 
-import orjson
 
-from extender.errors import QuantityError
+from extender.errors import QuantityError, shown
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {
@@ -62,24 +61,24 @@ def parse_quantity(text: object) -> Decimal:
     Decimal('0.500')
     """
     if isinstance(text, bool):
-        raise QuantityError(f"{_shown(text)} is not a quantity ({ACCEPTED_FORMS})")
+        raise QuantityError(f"{shown(text)} is not a quantity ({ACCEPTED_FORMS})")
     if isinstance(text, int):
         return _in_range(Decimal(text), text) if -MAX_MAGNITUDE < text < MAX_MAGNITUDE \
             else _out_of_range(text)
     if isinstance(text, float):
         if not math.isfinite(text):
-            raise QuantityError(f"{_shown(text)} is not a quantity ({ACCEPTED_FORMS})")
+            raise QuantityError(f"{shown(text)} is not a quantity ({ACCEPTED_FORMS})")
         if abs(text) >= MAX_MAGNITUDE:
             _out_of_range(text)
         return Decimal(repr(text))
     if not isinstance(text, str):
-        raise QuantityError(f"{_shown(text)} is not a quantity ({ACCEPTED_FORMS})")
+        raise QuantityError(f"{shown(text)} is not a quantity ({ACCEPTED_FORMS})")
     if len(text) > MAX_TEXT:
         raise QuantityError(f"a quantity of {len(text)} characters is too long (at most "
                             f"{MAX_TEXT}; {ACCEPTED_FORMS})")
     match = _PATTERN.match(text.strip())
     if match is None:
-        raise QuantityError(f"{_shown(text)} is not a quantity ({ACCEPTED_FORMS})")
+        raise QuantityError(f"{shown(text)} is not a quantity ({ACCEPTED_FORMS})")
     mantissa = match["num"]
     suffix = match["suffix"] or ""
     if suffix in _BINARY:
@@ -102,7 +101,7 @@ def parse_quantity(text: object) -> Decimal:
     try:
         number = Decimal(mantissa)
     except InvalidOperation as exc:  # pragma: no cover - the regex admits only valid decimals
-        raise QuantityError(f"{_shown(text)} is not a quantity ({ACCEPTED_FORMS})") from exc
+        raise QuantityError(f"{shown(text)} is not a quantity ({ACCEPTED_FORMS})") from exc
     return _in_range(number * factor, text)
 
 
@@ -126,19 +125,8 @@ def _in_range(value: Decimal, text: object) -> Decimal:
 
 
 def _out_of_range(text: object) -> NoReturn:
-    raise QuantityError(f"{_shown(text)} is out of range (the magnitude must be below 2^63, "
+    raise QuantityError(f"{shown(text)} is out of range (the magnitude must be below 2^63, "
                         f"as for any Kubernetes quantity; {ACCEPTED_FORMS})")
-
-
-def _shown(value: object) -> str:
-    """The value as JSON, as the user wrote it (``"4Gi"``, ``true``, ``null``), not a repr."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return repr(value)  # JSON has no NaN; only YAML configs can say it
-    try:
-        shown = orjson.dumps(value).decode()
-    except (TypeError, orjson.JSONEncodeError):
-        shown = repr(value)
-    return shown if len(shown) <= 80 else shown[:77] + "..."
 
 
 def quantity_to_int(value: Decimal) -> int:
