@@ -19,7 +19,6 @@ from collections.abc import Callable
 from decimal import ROUND_CEILING, Decimal, InvalidOperation
 from typing import NoReturn
 
-
 from extender.errors import QuantityError, shown
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
