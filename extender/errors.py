@@ -67,7 +67,7 @@ class RequestError(ExtenderError):
         self.value = value
         self.problem = problem
         self.accepted = accepted
-        message = f"{field}={value!r}: {problem}"
+        message = f"{field}={shown(value)}: {problem}"
         if accepted:
             message += f" (accepted: {accepted})"
         super().__init__(message)
