@@ -4,8 +4,9 @@ where a field lives and what an absent one reads as.
 Every accessor tolerates a missing, ``null`` or wrong-typed section (``metadata: null`` happens in
 hand-written dumps and in watch ``ERROR`` objects; ``metadata: 7`` in hostile requests) and
 returns an empty value instead of raising: the shape is checked once at the edge
-(``kube.shape``), and validation of what a field *means* belongs to the decoders, not here. Strings come back as ``str``
-(``""`` when absent), sections as read-only mappings (``{}`` when absent).
+(``kube.shape``), and validation of what a field *means* belongs to the decoders, not here.
+Strings come back as ``str`` (``""`` when absent), sections as read-only mappings (``{}`` when
+absent).
 """
 
 

@@ -38,22 +38,25 @@ _log = logging.getLogger(__name__)
 Args = TypeVar("Args")
 
 
+DEFAULT_LIMITS = RequestLimits()
+
+
 def create_app(service: ExtenderService, *, debug_endpoints: bool = True,
-               limits: RequestLimits = RequestLimits()) -> Flask:
+               limits: RequestLimits = DEFAULT_LIMITS) -> Flask:
     app = Flask("gpu-extender")
     app.config["MAX_CONTENT_LENGTH"] = limits.max_body_bytes
     verbs = service.verbs
 
     app.add_url_rule("/filter", "filter", _verb_view(
         service, "filter", decode_extender_args, verbs.filter,
-        lambda args, message: encode_document(filter_error(args, message)), limits),
+        lambda args, message: encode_document(filter_error(args, message)), limits=limits),
         methods=["POST"])
     app.add_url_rule("/prioritize", "prioritize", _verb_view(
         service, "prioritize", decode_extender_args, verbs.prioritize,
-        lambda args, message: NO_PRIORITIES, limits), methods=["POST"])
+        lambda args, message: NO_PRIORITIES, limits=limits), methods=["POST"])
     app.add_url_rule("/bind", "bind", _verb_view(
         service, "bind", decode_binding_args, verbs.bind,
-        lambda args, message: encode_document(ExtenderBindingResult(Error=message)), limits),
+        lambda args, message: encode_document(ExtenderBindingResult(Error=message)), limits=limits),
         methods=["POST"])
 
     @app.get("/healthz")
@@ -88,7 +91,7 @@ def create_app(service: ExtenderService, *, debug_endpoints: bool = True,
 
 def _verb_view(service: ExtenderService, verb: str, decode: Callable[[bytes], Args],
                handle: Callable[[Args], Answer], failure: Callable[[Args, str], Answer],
-               limits: RequestLimits) -> Callable[[], Response]:
+               *, limits: RequestLimits) -> Callable[[], Response]:
     observe = service.metrics.observe_latency[verb]
     metrics = service.metrics
 

@@ -9,6 +9,7 @@ user can also run: ``gpu-extender serve --cluster-file``).
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -19,6 +20,7 @@ from flask.testing import FlaskClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from extender.kube.shape import ShapeError, check_pod
 from extender.platform import Platform
 from extender.server.app import create_app
 from extender.server.service import ExtenderService
@@ -77,9 +79,9 @@ def set_part(document: dict[str, Any], path: tuple[str | int, ...], value: objec
         if target is None:
             return
     last = path[-1]
-    if isinstance(target, dict) and isinstance(last, str):
-        target[last] = value
-    elif isinstance(target, list) and isinstance(last, int) and last < len(target):
+    settable = isinstance(target, dict) and isinstance(last, str)
+    settable |= isinstance(target, list) and isinstance(last, int) and last < len(target)
+    if settable:
         target[last] = value
 
 
@@ -90,7 +92,9 @@ def pods(draw: st.DrawFn) -> dict[str, Any]:
                    draw(st.sampled_from(HOSTILE_AMOUNTS) | json_scalars))
     for path in draw(st.lists(st.sampled_from(PARTS), max_size=3, unique=True)):
         set_part(pod, path, draw(json_values))
-    return pod
+    # as the server will see it: through JSON (orjson reads an integer beyond 64 bits as a float)
+    decoded: dict[str, Any] = orjson.loads(json.dumps(pod))
+    return decoded
 
 
 node_names = st.lists(st.sampled_from(NODES) | st.text(max_size=12), max_size=8)
@@ -108,6 +112,14 @@ def service(platform: Platform) -> Iterator[ExtenderService]:
 @pytest.fixture(scope="module")
 def fuzz_client(service: ExtenderService) -> FlaskClient:
     return create_app(service).test_client()
+
+
+def well_shaped(pod: dict[str, Any]) -> bool:
+    try:
+        check_pod(pod)
+    except ShapeError:
+        return False
+    return True
 
 
 def well_formed(path: str, body: bytes, client: FlaskClient) -> Any:
@@ -162,9 +174,8 @@ def test_invariants_hold_after_any_sequence_of_verbs(fuzz_client: FlaskClient,
     assert offline is not None
     for pod, node in sequence:
         meta = pod.get("metadata")
-        if isinstance(meta, dict) and isinstance(meta.get("uid"), str) and \
-                isinstance(meta.get("name"), str):
-            offline.admit(pod)  # the pod exists in the cluster, as kube-scheduler's would
+        if well_shaped(pod):
+            offline.admit(pod)  # it exists in the cluster: the API server holds only valid pods
         body = orjson.dumps({"Pod": pod, "NodeNames": NODES})
         well_formed("/filter", body, fuzz_client)
         well_formed("/prioritize", body, fuzz_client)
