@@ -7,8 +7,26 @@ exceptions; they are translated and chained as ``__cause__``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+
+import orjson
+
+SHOWN_LIMIT = 80
+"""Longest rendering of a user's value in a message; longer ones are cut with "..."."""
+
+
+def shown(value: object) -> str:
+    """A user's value as JSON, as they wrote it (``"4Gi"``, ``true``, ``null``, ``{"x": 1}``),
+    never as a Python repr (``'4Gi'``, ``True``, ``None``); cut to ``SHOWN_LIMIT`` characters."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)  # JSON has no NaN; only YAML configs can say it
+    try:
+        text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        text = repr(value)
+    return text if len(text) <= SHOWN_LIMIT else text[:SHOWN_LIMIT - 3] + "..."
 
 
 class ExtenderError(Exception):
@@ -49,7 +67,7 @@ class RequestError(ExtenderError):
         self.value = value
         self.problem = problem
         self.accepted = accepted
-        message = f"{field}={value!r}: {problem}"
+        message = f"{field}={shown(value)}: {problem}"
         if accepted:
             message += f" (accepted: {accepted})"
         super().__init__(message)

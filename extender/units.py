@@ -14,3 +14,22 @@ MAX_CPU_MILLI = 128_000
 
 MAX_GPU_MILLI = 8_000
 """GPU thousandths of the largest node the baseline scores normalise by (8 GPUs)."""
+
+# Bounds on what a node or pod may describe. Real hardware stays far below them (16 GPUs per
+# node, 48 time-slice replicas, 288 GB per GPU); past them a value is a typo or an attack, and
+# modelling it would cost memory (one object per GPU) or overflow the inventory's arrays
+# (replicas are int16). The decoders refuse (pods) or cut and report (nodes) beyond them.
+MAX_GPUS_PER_NODE = 64
+"""Physical GPUs modelled per node; more are reported in the node's problems and dropped."""
+
+MAX_REPLICAS_PER_GPU = 1024
+"""Time-slice replicas modelled per GPU (the inventory keeps them as int16)."""
+
+MAX_GPU_MEMORY_MIB = 1 << 20
+"""1 TiB: the most memory one GPU may be described with."""
+
+MAX_GPUS_PER_POD = MAX_GPUS_PER_NODE
+"""A pod's GPUs must fit one node, so it can never need more than a node may have."""
+
+MAX_UNITS_PER_NODE = MAX_GPUS_PER_NODE * MAX_REPLICAS_PER_GPU
+"""Largest allocatable count read for one GPU resource (GPUs x replicas, or MIG instances)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+import orjson
 import pytest
 
 from extender.errors import ExtenderError, QuantityError
@@ -99,7 +100,8 @@ def test_parse_quantity_keeps_decimals_exact_so_tenths_add_up() -> None:
 def test_parse_quantity_rejects_with_the_offending_text_in_the_message(text: object) -> None:
     with pytest.raises(QuantityError) as raised:
         parse_quantity(text)
-    assert repr(text) in str(raised.value)
+    shown = repr(text) if isinstance(text, float) else orjson.dumps(text).decode()
+    assert shown in str(raised.value), "the value is shown as JSON, as the user wrote it"
     assert "4Gi" in str(raised.value), "the message says what is accepted"
 
 
@@ -113,6 +115,47 @@ def test_quantity_error_is_both_a_value_error_and_ours() -> None:
 def test_huge_exponent_is_a_quantity_error_not_a_decimal_overflow() -> None:
     with pytest.raises(QuantityError, match="1e9999999"):
         parse_quantity("1e9999999")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        P("1e400", id="1e400 is far above 2^63"),
+        P("1e450000", id="1e450000 would take seconds to build as an integer"),
+        P("1e999999", id="1e999999 would approach gunicorn's worker timeout"),
+        P("9223372036854775808", id="2^63 itself is out (the bound is exclusive)"),
+        P("8Ei", id="8Ei is 8 * 2^60 = 2^63"),
+        P("9.3e18", id="9.3e18 is above 2^63 = 9.22e18"),
+        P("10E", id="10E is 1e19"),
+        P("0.000001e25", id="0.000001e25 is 1e19: the point counts"),
+        P("1e-101", id="an exponent below -100 is refused too"),
+        P(2**70, id="an int from JSON above 2^63"),
+        P(1e300, id="a float above 2^63"),
+    ],
+)
+def test_quantities_beyond_int64_are_out_of_range_with_a_message(text: object) -> None:
+    with pytest.raises(QuantityError, match="out of range"):
+        parse_quantity(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        P("9223372036854775807", Decimal(2**63 - 1), id="2^63 - 1 is the largest"),
+        P("0.0000001e25", Decimal(10**18), id="0.0000001e25 is 1e18: leading zeros count down"),
+        P("7Ei", Decimal(7 * EI), id="7Ei is below 2^63"),
+        P("0e99999", Decimal(0), id="zero with any exponent is zero"),
+        P("1e-99", Decimal("1e-99"), id="a tiny amount is kept (and rounds up to 1 later)"),
+    ],
+)
+def test_quantities_up_to_the_bound_are_exact(text: object, expected: Decimal) -> None:
+    assert parse_quantity(text) == expected
+
+
+def test_a_long_quantity_text_is_refused_by_its_length_alone() -> None:
+    # a megabyte of digits is refused before the regex or Decimal sees it
+    with pytest.raises(QuantityError, match="1000001 characters is too long"):
+        parse_quantity("1" * 1_000_001)
 
 
 @pytest.mark.parametrize(
@@ -175,7 +218,7 @@ def test_quantity_to_milli_rounds_cpu_up_to_millicores(text: object, milli: int)
                          ids=["to_mib passes the error on", "to_milli passes the error on"])
 def test_converters_reject_what_parse_rejects(convert: object) -> None:
     assert callable(convert)
-    with pytest.raises(QuantityError, match="'4GiB'"):
+    with pytest.raises(QuantityError, match='"4GiB"'):
         convert("4GiB")
 
 

@@ -68,7 +68,9 @@ class PodWriter(Protocol):
     def patch_pod_annotations(self, namespace: str, name: str, uid: str,
                               annotations: Mapping[str, str]) -> None: ...
 
-    def create_binding(self, namespace: str, name: str, uid: str, node: str) -> None: ...
+    def create_binding(self, namespace: str, name: str, uid: str, node: str,
+                       annotations: Mapping[str, str] | None = None) -> None:
+        """Bind; ``annotations`` are written onto the pod in the same update."""
 
     def record_event(self, pod: PodKey, *, reason: str, message: str,
                      event_type: str = "Normal") -> None: ...
@@ -83,11 +85,19 @@ class KubeApi(ResourceLister, PodWriter, NodeEventWriter, Protocol):
     """Everything the online service needs from an API server."""
 
 
-def binding_body(namespace: str, name: str, uid: str, node: str) -> dict[str, Any]:
+def binding_body(namespace: str, name: str, uid: str, node: str,
+                 annotations: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The Binding kube-scheduler itself would send; the UID is a precondition that guards
-    against a pod deleted and recreated under the same name."""
-    return {"apiVersion": "v1", "kind": "Binding",
-            "metadata": {"name": name, "namespace": namespace, "uid": uid},
+    against a pod deleted and recreated under the same name.
+
+    The API server copies a Binding's ``metadata.annotations`` onto the pod in the same write
+    that sets ``spec.nodeName`` (``pkg/registry/core/pod/storage``, ``setPodNodeAndMetadata``;
+    checked against the real kube-apiserver in tests/e2e), so one request both records the
+    assignment and binds."""
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace, "uid": uid}
+    if annotations:
+        metadata["annotations"] = dict(annotations)
+    return {"apiVersion": "v1", "kind": "Binding", "metadata": metadata,
             "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
 
 
@@ -239,10 +249,12 @@ class ApiServerClient:
                    _content_type="application/merge-patch+json", _preload_content=False,
                    _request_timeout=self._timeout)
 
-    def create_binding(self, namespace: str, name: str, uid: str, node: str) -> None:
+    def create_binding(self, namespace: str, name: str, uid: str, node: str,
+                       annotations: Mapping[str, str] | None = None) -> None:
         self._call(f"bind pod {namespace}/{name} to {node}",
                    self._core.create_namespaced_pod_binding, name, namespace,
-                   binding_body(namespace, name, uid, node), _preload_content=False,
+                   binding_body(namespace, name, uid, node, annotations),
+                   _preload_content=False,
                    _request_timeout=self._timeout, parse=False)
 
     def record_event(self, pod: PodKey, *, reason: str, message: str,

@@ -10,6 +10,7 @@ cannot be understood becomes a ``problems`` entry and the GPUs it concerns are l
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -35,6 +36,12 @@ from extender.quantity import (
     parse_quantity,
     quantity_to_mib,
     quantity_to_milli,
+)
+from extender.units import (
+    MAX_GPU_MEMORY_MIB,
+    MAX_GPUS_PER_NODE,
+    MAX_REPLICAS_PER_GPU,
+    MAX_UNITS_PER_NODE,
 )
 
 TIME_SLICING = ("time-slicing", "time-sharing", "mps")
@@ -68,6 +75,7 @@ class NodeDecoder:
                                 "falling back to labels")
         if gpus is None:
             gpus, raw_type = self._from_labels(labels, allocatable, problems)
+        gpus = _bounded(gpus, problems)
         return NodeInfo(
             name=name,
             gpus=gpus,
@@ -136,6 +144,8 @@ class NodeDecoder:
         replicas = int(entry.get("replicas", 0))
         if index < 0 or memory <= 0 or replicas < 0:
             raise ValueError("index, memoryMiB and replicas must be >= 0")
+        if index >= MAX_GPU_INDEX:
+            raise ValueError(f"index {index} is beyond any GPU (accepted: 0..{MAX_GPU_INDEX - 1})")
         healthy = entry.get("healthy", True)
         if not isinstance(healthy, bool):  # bool("false") is True
             raise ValueError(f"healthy must be true or false, got {healthy!r}")
@@ -243,7 +253,7 @@ class NodeDecoder:
                             for i in range(physical)]
             else:
                 devices += [GpuDevice(len(devices) + i, type_index, memory)
-                            for i in range(whole)]
+                            for i in range(min(whole, MAX_GPUS_PER_NODE + 1))]
         if mig_counts:
             for layout in self._pack_mig(type_index, mig_counts, problems):
                 devices.append(GpuDevice(len(devices), type_index, memory, mig=layout))
@@ -352,17 +362,47 @@ def _max_instances(profile: MigProfile) -> int:
     return len(_lowest_starts(profile, len(profile.starts)))
 
 
+MAX_GPU_INDEX = 1024
+"""Device indices the node annotation may use (NVML numbers GPUs from 0)."""
+
+
 def _count(value: object) -> int:
+    """An allocatable count, lenient (0 when unreadable) and capped at ``MAX_UNITS_PER_NODE``
+    (``_bounded`` then reports what was cut), so a node saying ``nvidia.com/gpu: 1e18`` never
+    becomes 10^18 objects."""
     if value is None:
         return 0
     try:
-        return max(0, int(parse_quantity(value)))
+        return min(MAX_UNITS_PER_NODE + 1, max(0, int(parse_quantity(value))))
     except QuantityError:
         return 0
 
 
+def _bounded(gpus: tuple[GpuDevice, ...], problems: list[str]) -> tuple[GpuDevice, ...]:
+    """At most ``MAX_GPUS_PER_NODE`` GPUs, each with replicas and memory within bounds; every
+    cut is said in the node's problems (the inventory models what is left)."""
+    if len(gpus) > MAX_GPUS_PER_NODE:
+        problems.append(f"the node describes more than {MAX_GPUS_PER_NODE} GPUs; at most "
+                        f"{MAX_GPUS_PER_NODE} per node are modelled, the rest are ignored")
+        gpus = gpus[:MAX_GPUS_PER_NODE]
+    out = []
+    for described in gpus:
+        gpu = described
+        if gpu.replicas > MAX_REPLICAS_PER_GPU or gpu.memory_mib > MAX_GPU_MEMORY_MIB:
+            problems.append(f"GPU {gpu.index}: {gpu.replicas} replicas / {gpu.memory_mib} MiB "
+                            f"is beyond what a GPU may be described with (at most "
+                            f"{MAX_REPLICAS_PER_GPU} replicas and {MAX_GPU_MEMORY_MIB} MiB); "
+                            "capped")
+            gpu = replace(gpu, replicas=min(gpu.replicas, MAX_REPLICAS_PER_GPU),
+                          memory_mib=min(gpu.memory_mib, MAX_GPU_MEMORY_MIB))
+        out.append(gpu)
+    return tuple(out)
+
+
 def _int(value: str | None) -> int | None:
-    if value is None:
+    """A numeric label; ``None`` when absent, not a number, or absurd (more digits than any
+    count or MiB figure has: ``int()`` of a long digit string is quadratic)."""
+    if value is None or len(value) > 12:
         return None
     try:
         return int(value)

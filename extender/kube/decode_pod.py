@@ -39,6 +39,7 @@ from extender.quantity import (
     quantity_to_mib,
     quantity_to_milli,
 )
+from extender.units import MAX_GPUS_PER_POD
 
 AMOUNT_FORMS = (f"{RESOURCE_GPU}: N, {RESOURCE_GPU_SHARED}: N, {RESOURCE_MIG_PREFIX}<profile>: N, "
                 f"{RESOURCE_GPU_MEMORY}: <bytes, e.g. 4Gi>, {RESOURCE_GPU_MILLI}: 1..999")
@@ -515,6 +516,9 @@ def _count(value: object, field: str) -> int:
         raise RequestError(field, value, "must be a whole number",
                            "a whole number >= 0; ask for a fraction with "
                            f"{RESOURCE_GPU_MEMORY} or a MIG profile")
+    if quantity > MAX_GPUS_PER_POD:
+        raise RequestError(field, value, "more than any node may have (a pod's GPUs must be "
+                           "on one node)", f"a whole number from 0 to {MAX_GPUS_PER_POD}")
     return int(quantity)
 
 

@@ -1,10 +1,12 @@
 """Read access to Kubernetes object JSON (the dicts the API returns): one place that knows
 where a field lives and what an absent one reads as.
 
-Every accessor tolerates a missing or ``null`` section (``metadata: null`` happens in hand-written
-dumps and in watch ``ERROR`` objects) and returns an empty value instead of raising: validation
-of what a field *means* belongs to the decoders, not here. Strings come back as ``str``
-(``""`` when absent), sections as read-only mappings (``{}`` when absent).
+Every accessor tolerates a missing, ``null`` or wrong-typed section (``metadata: null`` happens in
+hand-written dumps and in watch ``ERROR`` objects; ``metadata: 7`` in hostile requests) and
+returns an empty value instead of raising: the shape is checked once at the edge
+(``kube.shape``), and validation of what a field *means* belongs to the decoders, not here.
+Strings come back as ``str`` (``""`` when absent), sections as read-only mappings (``{}`` when
+absent).
 """
 
 
@@ -16,33 +18,44 @@ from extender.model import PodKey
 _EMPTY: Mapping[str, Any] = {}
 
 
+def section(obj: object, key: str) -> Mapping[str, Any]:
+    """``obj[key]`` when both are objects, else an empty mapping."""
+    value = obj.get(key) if isinstance(obj, Mapping) else None
+    return value if isinstance(value, Mapping) else _EMPTY
+
+
+def _text(part: Mapping[str, Any], key: str) -> str:
+    value = part.get(key)
+    return value if isinstance(value, str) else ""
+
+
 def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     """``metadata`` (of an object, or of a list: ``resourceVersion``, ``continue``)."""
-    return obj.get("metadata") or _EMPTY
+    return section(obj, "metadata")
 
 
 def name(obj: Mapping[str, Any]) -> str:
-    return str(meta(obj).get("name") or "")
+    return _text(meta(obj), "name")
 
 
 def namespace(obj: Mapping[str, Any]) -> str:
-    return str(meta(obj).get("namespace") or "")
+    return _text(meta(obj), "namespace")
 
 
 def uid(obj: Mapping[str, Any]) -> str:
-    return str(meta(obj).get("uid") or "")
+    return _text(meta(obj), "uid")
 
 
 def resource_version(obj: Mapping[str, Any]) -> str:
-    return str(meta(obj).get("resourceVersion") or "")
+    return _text(meta(obj), "resourceVersion")
 
 
 def labels(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return meta(obj).get("labels") or _EMPTY
+    return section(meta(obj), "labels")
 
 
 def annotations(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return meta(obj).get("annotations") or _EMPTY
+    return section(meta(obj), "annotations")
 
 
 def pod_key(pod: Mapping[str, Any]) -> PodKey:
@@ -52,4 +65,4 @@ def pod_key(pod: Mapping[str, Any]) -> PodKey:
 
 def node_name(pod: Mapping[str, Any]) -> str:
     """``spec.nodeName``: the node a pod is bound to (``""``: not bound)."""
-    return str((pod.get("spec") or _EMPTY).get("nodeName") or "")
+    return _text(section(pod, "spec"), "nodeName")

@@ -12,6 +12,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from extender.core.request import PlacementRequest
+from extender.kube import objects
+from extender.kube.shape import ShapeError, check_pod
 from extender.model import ANNOTATION_ASSIGNED, GpuRequest, NodeInfo, PodKey
 from extender.platform import Platform
 
@@ -37,20 +39,21 @@ class DecodedPod:
     ``kube/selection.py``); ``None``: not typed by its selection."""
 
 
-def pod_key(pod: Mapping[str, Any]) -> PodKey:
-    meta = pod.get("metadata") or {}
-    return PodKey(str(meta.get("namespace") or ""), str(meta.get("name") or ""),
-                  str(meta.get("uid") or ""))
-
-
-def resource_version(pod: Mapping[str, Any]) -> str:
-    return str((pod.get("metadata") or {}).get("resourceVersion") or "")
+pod_key = objects.pod_key
+resource_version = objects.resource_version
 
 
 def decode_pod(platform: Platform, pod: Mapping[str, Any], key: PodKey,
                version: str, nodes: Mapping[str, NodeInfo] | None = None) -> DecodedPod:
     """Decode ``pod`` (whose ``key`` and ``version`` the caller already read); ``nodes``, the
-    inventory's node map, types a pod by its node selection."""
+    inventory's node map, types a pod by its node selection.
+
+    The pod's shape is checked first (``kube.shape``): a part of the wrong JSON type makes the
+    request invalid with the field's path, before any decoder or learned state sees it."""
+    try:
+        check_pod(pod)
+    except ShapeError as exc:
+        return DecodedPod(key, version, None, None, f"invalid GPU request: {exc}", 0, 0, "")
     info = platform.pods.decode(pod)
     error = None
     if info.request is None:

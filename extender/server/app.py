@@ -1,7 +1,8 @@
 """The Flask app: routes, wire decoding, metrics and the never-a-traceback guarantee.
 
 Every verb answers HTTP 200 with PascalCase JSON, except a body that does not match the
-protocol (400, the message names the field). An unexpected exception inside a verb is logged
+protocol (400, the message names the field), one over the size limit (413) and one that does not
+arrive in time (408; see ``limits``). An unexpected exception inside a verb is logged
 with its traceback here and answered as the protocol expects a failure: ``Error`` for filter
 and bind, an empty priority list for prioritize (kube-scheduler ignores prioritize errors).
 """
@@ -20,6 +21,7 @@ from werkzeug.exceptions import HTTPException
 from extender.kube.objects import pod_key
 from extender.server.answers import Answer, encode_document
 from extender.server.debug import register_debug_routes
+from extender.server.limits import RequestLimits
 from extender.server.responses import JSON, json_response
 from extender.server.service import ExtenderService
 from extender.server.verbs import NO_PRIORITIES
@@ -36,19 +38,25 @@ _log = logging.getLogger(__name__)
 Args = TypeVar("Args")
 
 
-def create_app(service: ExtenderService, *, debug_endpoints: bool = True) -> Flask:
+DEFAULT_LIMITS = RequestLimits()
+
+
+def create_app(service: ExtenderService, *, debug_endpoints: bool = True,
+               limits: RequestLimits = DEFAULT_LIMITS) -> Flask:
     app = Flask("gpu-extender")
+    app.config["MAX_CONTENT_LENGTH"] = limits.max_body_bytes
     verbs = service.verbs
 
     app.add_url_rule("/filter", "filter", _verb_view(
         service, "filter", decode_extender_args, verbs.filter,
-        lambda args, message: encode_document(filter_error(args, message))), methods=["POST"])
+        lambda args, message: encode_document(filter_error(args, message)), limits=limits),
+        methods=["POST"])
     app.add_url_rule("/prioritize", "prioritize", _verb_view(
         service, "prioritize", decode_extender_args, verbs.prioritize,
-        lambda args, message: NO_PRIORITIES), methods=["POST"])
+        lambda args, message: NO_PRIORITIES, limits=limits), methods=["POST"])
     app.add_url_rule("/bind", "bind", _verb_view(
         service, "bind", decode_binding_args, verbs.bind,
-        lambda args, message: encode_document(ExtenderBindingResult(Error=message))),
+        lambda args, message: encode_document(ExtenderBindingResult(Error=message)), limits=limits),
         methods=["POST"])
 
     @app.get("/healthz")
@@ -82,15 +90,21 @@ def create_app(service: ExtenderService, *, debug_endpoints: bool = True) -> Fla
 
 
 def _verb_view(service: ExtenderService, verb: str, decode: Callable[[bytes], Args],
-               handle: Callable[[Args], Answer], failure: Callable[[Args, str], Answer]
-               ) -> Callable[[], Response]:
+               handle: Callable[[Args], Answer], failure: Callable[[Args, str], Answer],
+               *, limits: RequestLimits) -> Callable[[], Response]:
     observe = service.metrics.observe_latency[verb]
     metrics = service.metrics
 
     def view() -> Response:
         started = time.perf_counter()
         try:
-            args = decode(request.get_data(cache=False))
+            body = _read_body(limits)
+        except TimeoutError:
+            metrics.decision(verb, "malformed")
+            return json_response({"Error": f"body: not received within "
+                                           f"{limits.body_read_timeout_s:g} s"}, 408)
+        try:
+            args = decode(body)
         except WireError as exc:
             metrics.decision(verb, "malformed")
             _log.warning("malformed request", extra={"fields": {"verb": verb,
@@ -114,6 +128,18 @@ def _verb_view(service: ExtenderService, verb: str, decode: Callable[[bytes], Ar
 
     view.__name__ = f"{verb}_view"
     return view
+
+
+def _read_body(limits: RequestLimits) -> bytes:
+    """The body, read with a deadline on the connection (gunicorn hands us its socket; it resets
+    the socket's blocking mode itself before the next request on the connection)."""
+    sock = request.environ.get("gunicorn.socket")
+    if sock is not None:
+        sock.settimeout(limits.body_read_timeout_s)
+    try:
+        return request.get_data(cache=False)
+    except OSError as exc:  # socket.timeout is a TimeoutError; werkzeug may wrap a reset
+        raise TimeoutError(str(exc)) from exc
 
 
 def _describe(args: object) -> str:

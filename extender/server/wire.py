@@ -15,7 +15,9 @@ from typing import Any, NotRequired, TypedDict
 
 import orjson
 
-from extender.errors import ExtenderError
+from extender.errors import ExtenderError, shown
+from extender.kube import objects
+from extender.kube.shape import ShapeError, check_node
 
 MIN_PRIORITY = 0
 MAX_PRIORITY = 10
@@ -120,8 +122,12 @@ def _node_list(nodes: object) -> NodeList:
     if not isinstance(items, list):
         raise WireError("Nodes.items", "must be a list of Node objects")
     for i, item in enumerate(items):
-        name = (item.get("metadata") or {}).get("name") if isinstance(item, dict) else None
-        if not isinstance(name, str) or not name:
+        try:
+            check_node(item, f"Nodes.items[{i}]")
+        except ShapeError as exc:
+            raise WireError(exc.field, f"must be {exc.accepted}, got {shown(exc.value)}") from exc
+        name = objects.name(item)
+        if not name:
             raise WireError(f"Nodes.items[{i}].metadata.name", "required")
     result = NodeList(items=items)
     if isinstance(nodes.get("metadata"), dict):

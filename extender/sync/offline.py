@@ -125,7 +125,8 @@ class OfflineCluster:
             meta.setdefault("annotations", {}).update(annotations)
             self._bump(meta)
 
-    def create_binding(self, namespace: str, name: str, uid: str, node: str) -> None:
+    def create_binding(self, namespace: str, name: str, uid: str, node: str,
+                       annotations: Mapping[str, str] | None = None) -> None:
         with self._lock:
             pod = self._existing(namespace, name, uid)
             spec = pod.setdefault("spec", {})
@@ -133,6 +134,8 @@ class OfflineCluster:
                 raise Conflict(f"pod {namespace}/{name} is already assigned to node "
                                f"{spec['nodeName']!r}", status=409)
             spec["nodeName"] = node
+            if annotations:  # as the API server does: in the same write
+                pod.setdefault("metadata", {}).setdefault("annotations", {}).update(annotations)
             self._bump(pod.setdefault("metadata", {}))
             bound = copy.deepcopy(pod)
         # What the watch would deliver next: the bound pod, with its annotations.

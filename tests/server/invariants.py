@@ -10,6 +10,7 @@ import numpy as np
 
 from extender.inventory.snapshot import ClusterSnapshot
 from extender.inventory.store import Inventory
+from extender.kube import objects
 from extender.kube.annotations import decode_assignment
 from extender.model import ANNOTATION_ASSIGNED, GpuGrant
 
@@ -20,17 +21,17 @@ def grants_by_gpu(pods: list[dict[str, Any]]) -> dict[tuple[str, int], list[tupl
     """(node, GPU index) -> [(pod, grant)] for every bound pod with our annotation."""
     out: dict[tuple[str, int], list[tuple[str, GpuGrant]]] = defaultdict(list)
     for pod in pods:
-        node = pod["spec"].get("nodeName")
-        text = (pod["metadata"].get("annotations") or {}).get(ANNOTATION_ASSIGNED)
+        node = objects.node_name(pod)
+        text = objects.annotations(pod).get(ANNOTATION_ASSIGNED)
         if not node or text is None:
             continue
         assignment = decode_assignment(text)
-        assert assignment.node == node, pod["metadata"]["name"]
+        assert assignment.node == node, objects.name(pod)
         indices = [g.index for g in assignment.grants]
         if assignment.kind.value in ("whole", "shared"):
             assert len(indices) == len(set(indices)), "two units of one GPU for one pod"
         for grant in assignment.grants:
-            out[(node, grant.index)].append((pod["metadata"]["name"], grant))
+            out[(node, grant.index)].append((objects.name(pod), grant))
     return out
 
 

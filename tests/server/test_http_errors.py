@@ -109,3 +109,29 @@ def test_an_exception_in_a_debug_endpoint_is_a_json_500(
     response = client.get("/debug/explain/ml/waiting-0")
     assert response.status_code == 500
     assert response.get_json() == {"Error": "internal error: RuntimeError"}
+
+
+def test_a_body_over_the_limit_is_refused_with_413_before_it_is_read(
+        offline_service: ExtenderService) -> None:
+    from extender.server.app import create_app
+    from extender.server.limits import RequestLimits
+
+    client = create_app(offline_service, limits=RequestLimits(max_body_bytes=1024)).test_client()
+    body = orjson.dumps({"Pod": POD, "NodeNames": ["n"] * 400})  # ~2 KB
+    response = client.post("/filter", data=body, content_type="application/json")
+    assert response.status_code == 413
+    assert "Error" in response.get_json()
+    no_traceback(response.data)
+    small = client.post("/filter", data=orjson.dumps({"Pod": POD, "NodeNames": ["n"]}),
+                        content_type="application/json")
+    assert small.status_code == 200
+
+
+def test_pod_metadata_that_is_not_an_object_is_never_a_500(client: FlaskClient) -> None:
+    # the verb's own error handler used to raise again while logging the pod key
+    for metadata in (7, "x", [1], True):
+        response = client.post("/filter", data=orjson.dumps(
+            {"Pod": {"metadata": metadata, "spec": POD["spec"]}, "NodeNames": ["gpu-t4-0"]}),
+            content_type="application/json")
+        assert response.status_code == 200, response.data
+        no_traceback(response.data)

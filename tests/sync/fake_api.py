@@ -133,7 +133,8 @@ class FakeApiServer:
             pod["metadata"]["resourceVersion"] = self._next_version()
             self._emit("pods", "MODIFIED", pod)
 
-    def create_binding(self, namespace: str, name: str, uid: str, node: str) -> None:
+    def create_binding(self, namespace: str, name: str, uid: str, node: str,
+                       annotations: Mapping[str, str] | None = None) -> None:
         self._pause()
         with self._lock:
             self.calls.append(("bind", name))
@@ -147,6 +148,8 @@ class FakeApiServer:
             if node not in self.nodes:
                 raise NotFound(f'nodes "{node}" not found', status=404)
             pod["spec"]["nodeName"] = node
+            if annotations:  # the API server writes them in the same update
+                pod["metadata"].setdefault("annotations", {}).update(annotations)
             pod["metadata"]["resourceVersion"] = self._next_version()
             self._emit("pods", "MODIFIED", pod)
 

@@ -60,17 +60,16 @@ def test_a_watch_refused_with_410_is_gone(api: tuple[ApiServerClient, FakeApiSta
     assert raised.value.__cause__ is not None  # the client's ApiException, kept
 
 
-def test_binding_survives_the_status_answer_and_annotations_are_a_merge_patch(
+def test_a_bind_is_one_binding_that_carries_the_annotations(
         api: tuple[ApiServerClient, FakeApiState]) -> None:
     client, state = api
     assignment = Assignment("n1", RequestKind.WHOLE, (GpuGrant(3, 23034, whole=True),), "l4")
     Binder(client).bind(PodKey("ml", "p", "u1"), "n1", assignment)
-    patch = next(r for r in state.requests if r[0] == "PATCH")
-    assert patch[3]["Content-Type"] == "application/merge-patch+json"
-    body = orjson.loads(patch[4])
-    assert body["metadata"]["uid"] == "u1"
-    assert body["metadata"]["annotations"]["gpu-extender.io/visible-devices"] == "3"
-    binding = orjson.loads(next(r for r in state.requests if r[0] == "POST")[4])
+    assert [r[0] for r in state.requests] == ["POST"], "one write, no annotation patch"
+    binding = orjson.loads(state.requests[0][4])
+    annotations = binding["metadata"].pop("annotations")
+    assert annotations["gpu-extender.io/visible-devices"] == "3"
+    assert orjson.loads(annotations["gpu-extender.io/assigned"])["node"] == "n1"
     assert binding == {"apiVersion": "v1", "kind": "Binding",
                        "metadata": {"name": "p", "namespace": "ml", "uid": "u1"},
                        "target": {"apiVersion": "v1", "kind": "Node", "name": "n1"}}
@@ -124,3 +123,13 @@ def test_translate_maps_statuses() -> None:
     assert type(translate(FakeApiError(403), "x")) is KubeError
     already = NotFound("x")
     assert translate(already, "y") is already
+
+
+def test_annotations_are_a_merge_patch_guarded_by_the_uid(
+        api: tuple[ApiServerClient, FakeApiState]) -> None:
+    client, state = api
+    client.patch_pod_annotations("ml", "p", "u1", {"a": "b"})
+    method, _, _, headers, body = state.requests[-1]
+    assert method == "PATCH"
+    assert headers["Content-Type"] == "application/merge-patch+json"
+    assert orjson.loads(body) == {"metadata": {"uid": "u1", "annotations": {"a": "b"}}}

@@ -1,0 +1,187 @@
+"""Hostile and careless clients, generated: every answer is well formed, nothing is a 5xx or an
+"internal error", no answer takes long, and the per-GPU invariants hold after any sequence.
+
+The pods are built from a valid one by replacing parts with arbitrary JSON and by hostile GPU
+amounts, so hypothesis shrinks a failure to the one part that broke it (a readable pod, not a
+seed). The service is the real one, over the offline cluster (``OfflineCluster`` is the API a
+user can also run: ``gpu-extender serve --cluster-file``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+import pytest
+from flask.testing import FlaskClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from extender.kube.shape import ShapeError, check_pod
+from extender.platform import Platform
+from extender.server.app import create_app
+from extender.server.service import ExtenderService
+from extender.sync.offline import load_cluster_file
+from tests.server.conftest import DATA
+from tests.server.invariants import assert_gpu_invariants
+
+NODES = ["gpu-t4-0", "gpu-t4-1", "gpu-l4-0", "gpu-a10g-shared-0", "gpu-a100-0",
+         "gpu-a100-mig-0", "cpu-0"]
+ANSWER_BOUND_S = 2.0
+"""Generous: an answer costs about a millisecond; a quadratic parse or a stall costs seconds."""
+
+HOSTILE_AMOUNTS = ["1e400", "1e450000", "1e18", "1e20", "9223372036854775807", 2**62, 2**70,
+                   "-1", "0.5", "1.5", "0", "1", "2", "8", "20000", "1Pi", "4Gi", "1e-101",
+                   True, None, [], {}, "", "NaN", " 1 "]
+GPU_RESOURCES = ["nvidia.com/gpu", "nvidia.com/gpu.shared", "nvidia.com/mig-1g.10gb",
+                 "nvidia.com/mig-3g.40gb", "nvidia.com/mig-9g.99gb", "gpu-extender.io/gpu-memory",
+                 "gpu-extender.io/gpu-milli", "cpu", "memory"]
+
+json_scalars = st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | \
+    st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
+                                                                  max_size=4),
+    max_leaves=12)
+
+# Where a careless client can put a wrong value: each path is a part some decoder reads.
+PARTS: list[tuple[str | int, ...]] = [
+    ("metadata",), ("metadata", "labels"), ("metadata", "annotations"),
+    ("metadata", "labels", "gpu-extender.io/accelerator"),
+    ("metadata", "annotations", "gpu-extender.io/accelerators"),
+    ("metadata", "uid"), ("metadata", "name"), ("spec",), ("spec", "containers"),
+    ("spec", "containers", 0), ("spec", "containers", 0, "resources"),
+    ("spec", "containers", 0, "resources", "limits"), ("spec", "nodeSelector"),
+    ("spec", "affinity"), ("spec", "initContainers"), ("spec", "overhead"), ("status",),
+]
+
+
+def base_pod(uid: str, resource: str, amount: object) -> dict[str, Any]:
+    return {"metadata": {"name": f"fuzz-{uid}", "namespace": "ml", "uid": uid,
+                         "resourceVersion": "1"},
+            "spec": {"containers": [{"name": "main",
+                                     "resources": {"limits": {resource: amount}}}]}}
+
+
+def set_part(document: dict[str, Any], path: tuple[str | int, ...], value: object) -> None:
+    target: Any = document
+    for step in path[:-1]:
+        if isinstance(target, dict):
+            target = target.setdefault(step, {}) if isinstance(step, str) else None
+        elif isinstance(target, list) and isinstance(step, int) and step < len(target):
+            target = target[step]
+        else:
+            return
+        if target is None:
+            return
+    last = path[-1]
+    settable = isinstance(target, dict) and isinstance(last, str)
+    settable |= isinstance(target, list) and isinstance(last, int) and last < len(target)
+    if settable:
+        target[last] = value
+
+
+@st.composite
+def pods(draw: st.DrawFn) -> dict[str, Any]:
+    uid = draw(st.uuids()).hex[:12]
+    pod = base_pod(uid, draw(st.sampled_from(GPU_RESOURCES)),
+                   draw(st.sampled_from(HOSTILE_AMOUNTS) | json_scalars))
+    for path in draw(st.lists(st.sampled_from(PARTS), max_size=3, unique=True)):
+        set_part(pod, path, draw(json_values))
+    # as the server will see it: through JSON (orjson reads an integer beyond 64 bits as a float)
+    decoded: dict[str, Any] = orjson.loads(json.dumps(pod))
+    return decoded
+
+
+node_names = st.lists(st.sampled_from(NODES) | st.text(max_size=12), max_size=8)
+
+
+@pytest.fixture(scope="module")
+def service(platform: Platform) -> Iterator[ExtenderService]:
+    service = ExtenderService.from_cluster_objects(platform,
+                                                   load_cluster_file(DATA / "cluster.json"))
+    service.start()
+    yield service
+    service.stop()
+
+
+@pytest.fixture(scope="module")
+def fuzz_client(service: ExtenderService) -> FlaskClient:
+    return create_app(service).test_client()
+
+
+def well_shaped(pod: dict[str, Any]) -> bool:
+    try:
+        check_pod(pod)
+    except ShapeError:
+        return False
+    return True
+
+
+def well_formed(path: str, body: bytes, client: FlaskClient) -> Any:
+    started = time.perf_counter()
+    response = client.post(path, data=body, content_type="application/json")
+    elapsed = time.perf_counter() - started
+    assert elapsed < ANSWER_BOUND_S, f"{path} took {elapsed:.2f}s"
+    assert response.status_code in (200, 400, 413), (response.status_code, response.data)
+    assert b"Traceback" not in response.data
+    document = orjson.loads(response.data)
+    if isinstance(document, dict):
+        error = str(document.get("Error") or "")
+        assert "internal error" not in error, error
+    return document
+
+
+SETTINGS = settings(max_examples=150, deadline=None, derandomize=True,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                           HealthCheck.too_slow])
+
+
+@SETTINGS
+@given(pod=pods(), names=node_names)
+def test_filter_and_prioritize_answer_every_pod_well(fuzz_client: FlaskClient,
+                                                     pod: dict[str, Any], names: list[str]
+                                                     ) -> None:
+    body = orjson.dumps({"Pod": pod, "NodeNames": names})
+    answer = well_formed("/filter", body, fuzz_client)
+    assert set(answer) >= {"FailedNodes", "FailedAndUnresolvableNodes"}
+    priorities = well_formed("/prioritize", body, fuzz_client)
+    assert isinstance(priorities, list)
+    for entry in priorities:
+        assert entry["Host"] in names and 0 <= entry["Score"] <= 10
+
+
+@SETTINGS
+@given(document=json_values)
+def test_any_json_body_is_answered_without_a_5xx(fuzz_client: FlaskClient,
+                                                 document: object) -> None:
+    for path in ("/filter", "/prioritize", "/bind"):
+        well_formed(path, orjson.dumps(document), fuzz_client)
+
+
+@settings(max_examples=40, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(sequence=st.lists(st.tuples(pods(), st.sampled_from(NODES)), min_size=1, max_size=8))
+def test_invariants_hold_after_any_sequence_of_verbs(fuzz_client: FlaskClient,
+                                                     service: ExtenderService,
+                                                     sequence: list[tuple[dict[str, Any], str]]
+                                                     ) -> None:
+    offline = service.offline
+    assert offline is not None
+    for pod, node in sequence:
+        meta = pod.get("metadata")
+        if well_shaped(pod):
+            offline.admit(pod)  # it exists in the cluster: the API server holds only valid pods
+        body = orjson.dumps({"Pod": pod, "NodeNames": NODES})
+        well_formed("/filter", body, fuzz_client)
+        well_formed("/prioritize", body, fuzz_client)
+        well_formed("/bind", orjson.dumps({
+            "PodName": (meta or {}).get("name") if isinstance(meta, dict) else "x",
+            "PodNamespace": "ml",
+            "PodUID": (meta or {}).get("uid") if isinstance(meta, dict) else "x",
+            "Node": node}), fuzz_client)
+    assert_gpu_invariants(offline.pods(), service.inventory)
