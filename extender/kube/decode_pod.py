@@ -309,15 +309,15 @@ class PodDecoder:
                                    f"1..999; ask for whole GPUs with {RESOURCE_GPU}")
             return _Amount(RequestKind.FRACTION, 1, 0, None, field, milli=count)
         if name == RESOURCE_GPU:
-            return _Amount(RequestKind.WHOLE, count, 0, None, field)
+            return _Amount(RequestKind.WHOLE, _gpu_count(count, value, field), 0, None, field)
         if name == RESOURCE_GPU_SHARED:
-            return _Amount(RequestKind.SHARED, count, 0, None, field)
+            return _Amount(RequestKind.SHARED, _gpu_count(count, value, field), 0, None, field)
         profile = _mig_profile_name(name)
         if profile not in self._catalog.mig.index:
             raise RequestError(field, name, "unknown MIG profile",
                                join_accepted(RESOURCE_MIG_PREFIX + p
                                              for p in self._catalog.mig.names))
-        return _Amount(RequestKind.MIG, count, 0, profile, field)
+        return _Amount(RequestKind.MIG, _gpu_count(count, value, field), 0, profile, field)
 
     # -- type ------------------------------------------------------------------------------
 
@@ -516,10 +516,15 @@ def _count(value: object, field: str) -> int:
         raise RequestError(field, value, "must be a whole number",
                            "a whole number >= 0; ask for a fraction with "
                            f"{RESOURCE_GPU_MEMORY} or a MIG profile")
-    if quantity > MAX_GPUS_PER_POD:
+    return int(quantity)
+
+
+def _gpu_count(count: int, value: object, field: str) -> int:
+    """A count of GPUs, replicas or MIG instances: at most what one node may have."""
+    if count > MAX_GPUS_PER_POD:
         raise RequestError(field, value, "more than any node may have (a pod's GPUs must be "
                            "on one node)", f"a whole number from 0 to {MAX_GPUS_PER_POD}")
-    return int(quantity)
+    return count
 
 
 def _combine(regular: list[_Amount], init: list[_Amount]) -> _Amount | None:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from extender.errors import RequestError
+from extender.kube.shape import check_pod
 from extender.model import (
     ANNOTATION_ACCELERATORS,
     ANNOTATION_VISIBLE_DEVICES,
@@ -39,10 +40,10 @@ class PodAdmission:
         self.mapping = PlatformMapping(platform)
 
     def _decode(self, pod: Mapping[str, Any]) -> GpuRequest | None:
-        try:
-            return self._platform.pods.request(pod)
-        except (AttributeError, TypeError) as exc:  # only a hand-written review has these
-            raise RequestError("spec", "(pod)", f"malformed pod ({exc})") from exc
+        # the shape first, as the extender's cycle does (ShapeError is a RequestError naming
+        # the field); the API server has already typed the object, so this rarely fires
+        check_pod(pod)
+        return self._platform.pods.request(pod)
 
     # -- validate ----------------------------------------------------------------------------
 

@@ -13,12 +13,11 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from tests.reference.naive import MILLI, NaiveReference, node_view
-
 from extender.core.scoring.cost_fragmentation import CLAIM_FLOOR, HASH
 from extender.core.workload import Shape, gpu_equivalents
 from extender.inventory import ClusterSnapshot
 from extender.model import GpuRequest, RequestKind
+from tests.reference.naive import MILLI, NaiveReference, node_view
 
 
 @dataclass(frozen=True)

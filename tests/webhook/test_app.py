@@ -58,7 +58,7 @@ def test_validate_refuses_with_status_and_warns(client: FlaskClient) -> None:
     assert refused["uid"] == "u-1" and refused["allowed"] is False
     assert refused["status"]["code"] == 403
     assert refused["status"]["message"].startswith(
-        "gpu-extender: metadata.labels[gpu-extender.io/accelerator]='a1000': unknown GPU type")
+        "gpu-extender: metadata.labels[gpu-extender.io/accelerator]=\"a1000\": unknown GPU type")
     warned = client.post("/validate", json=envelope(
         make_pod("p").gpus(1).accelerator("h100").obj(), uid="u-2")).get_json()["response"]
     assert warned["allowed"] is True and len(warned["warnings"]) == 1

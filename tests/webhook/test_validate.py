@@ -18,33 +18,33 @@ WEBHOOK = admission(typeLabel="gke")
 
 @pytest.mark.parametrize(("pod", "message"), [
     P(make_pod("p").gpus(1).accelerator("a1000"),
-      "gpu-extender: metadata.labels[gpu-extender.io/accelerator]='a1000': unknown GPU type "
+      "gpu-extender: metadata.labels[gpu-extender.io/accelerator]=\"a1000\": unknown GPU type "
       "(accepted: a10, a100, a100-40gb, a100-80gb, a10g, a30, a800, a800-80gb, b200, "
       "b200-180gb, gb200, h100, h100-80gb, h100-94gb, h200, h200-141gb, h800, l4, l40s, p100, "
       "rtx-pro-6000, t4, v100, v100-16gb, v100-32gb)", id="unknown type, with the accepted ids"),
     P(make_pod("p").mig("1g.5gb").accelerator("h100-80gb"),
       "gpu-extender: spec.containers[0].resources.limits[nvidia.com/mig-1g.5gb]="
-      "'nvidia.com/mig-1g.5gb': no accepted GPU type has MIG profile 1g.5gb (accepted types: "
+      "\"nvidia.com/mig-1g.5gb\": no accepted GPU type has MIG profile 1g.5gb (accepted types: "
       "h100-80gb) (accepted: types with that profile: a100-40gb)",
       id="a MIG profile the type cannot have"),
     P(make_pod("p").gpu_memory("100Gi").accelerator("l4"),
       "gpu-extender: spec.containers[0].resources.limits[gpu-extender.io/gpu-memory]="
-      "'102400Mi': larger than any accepted GPU (largest 24576 MiB among l4) (accepted: at "
+      "\"102400Mi\": larger than any accepted GPU (largest 24576 MiB among l4) (accepted: at "
       "most 24576Mi)", id="VRAM larger than any accepted GPU"),
     P(make_pod("p").container(limits={"nvidia.com/gpu": "1",
                                       "gpu-extender.io/gpu-memory": "4Gi"}),
-      "gpu-extender: spec.containers[0].resources='gpu-extender.io/gpu-memory, nvidia.com/gpu':"
+      "gpu-extender: spec.containers[0].resources=\"gpu-extender.io/gpu-memory, nvidia.com/gpu\":"
       " a container may use exactly one GPU amount form (accepted: nvidia.com/gpu: N, "
       "nvidia.com/gpu.shared: N, nvidia.com/mig-<profile>: N, gpu-extender.io/gpu-memory: "
       "<bytes, e.g. 4Gi>, gpu-extender.io/gpu-milli: 1..999)", id="two amount forms"),
     P(make_pod("p").gpus("1.5"),
-      "gpu-extender: spec.containers[0].resources.limits[nvidia.com/gpu]='1.5': must be a "
+      "gpu-extender: spec.containers[0].resources.limits[nvidia.com/gpu]=\"1.5\": must be a "
       "whole number (accepted: a whole number >= 0; ask for a fraction with "
       "gpu-extender.io/gpu-memory or a MIG profile)", id="fractional count"),
     P(make_pod("p").gpus(1).node_affinity_term(
         expr("cloud.google.com/gke-accelerator", "In", "nvidia-tesla-k80")),
       "gpu-extender: spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-      ".nodeSelectorTerms[0].matchExpressions[0].values[0]='nvidia-tesla-k80': no known GPU "
+      ".nodeSelectorTerms[0].matchExpressions[0].values[0]=\"nvidia-tesla-k80\": no known GPU "
       "type has cloud.google.com/gke-accelerator=nvidia-tesla-k80 (accepted: a10, a100, "
       "a100-40gb, a100-80gb, a10g, a30, a800, a800-80gb, b200, b200-180gb, gb200, h100, "
       "h100-80gb, h100-94gb, h200, h200-141gb, h800, l4, l40s, p100, rtx-pro-6000, t4, v100, "
@@ -104,7 +104,8 @@ def test_a_malformed_pod_is_refused_with_a_message_not_a_traceback() -> None:
     pod = {"metadata": {}, "spec": {"containers": [{"name": "c", "resources": {"limits": 3}}]}}
     answer = WEBHOOK.validate(review(pod))
     assert not answer.allowed
-    assert answer.message.startswith("gpu-extender: spec='(pod)': malformed pod")
+    assert answer.message == ("gpu-extender: spec.containers[0].resources.limits=3: must be "
+                              "an object of quantities")
 
 
 def test_warnings_can_be_switched_off() -> None:
