@@ -77,7 +77,7 @@ def test_an_unknown_type_is_refused_at_creation_with_the_decoders_message(
     body = str(refused.value.body)
     assert 'admission webhook \\"validate.gpu-extender.io\\" denied the request' in body or \
         'admission webhook "validate.gpu-extender.io" denied the request' in body
-    assert "metadata.labels[gpu-extender.io/accelerator]='a1000': unknown GPU type" in body
+    assert 'metadata.labels[gpu-extender.io/accelerator]=\\"a1000\\": unknown GPU type' in body
     assert "accepted: a10, a100, a100-40gb, a100-80gb" in body
     # never created
     names = [p.metadata.name for p in local.api().list_namespaced_pod("default").items]
