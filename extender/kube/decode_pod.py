@@ -68,6 +68,9 @@ class _Amount:
     milli: int = 0
     sidecar: bool = False
     """A restartable init container (``restartPolicy: Always``): runs beside the others."""
+    written: object = None
+    """The amount as the pod wrote it (``"1Pi"``), for messages; ``None`` once containers are
+    added up (the message then shows the total in MiB)."""
 
 
 class PodDecoder:
@@ -155,7 +158,7 @@ class PodDecoder:
             type_source=source,
             selection=None if types is not None or selection.empty else selection,
         )
-        self._check_satisfiable(request, amount.field)
+        self._check_satisfiable(request, amount.field, amount.written)
         return request
 
     def _partition_amount(self, selection: NodeSelection, amount: _Amount) -> _Amount:
@@ -299,7 +302,7 @@ class PodDecoder:
                                    "bytes with a suffix, e.g. 4Gi or 4096Mi") from exc
             if negative:
                 raise RequestError(field, value, "must not be negative", "a positive size")
-            return _Amount(RequestKind.VRAM, 1, mib, None, field) if mib else None
+            return _Amount(RequestKind.VRAM, 1, mib, None, field, written=value) if mib else None
         count = _count(value, field)
         if count == 0:
             return None
@@ -437,7 +440,8 @@ class PodDecoder:
 
     # -- satisfiability ----------------------------------------------------------------------
 
-    def _check_satisfiable(self, request: GpuRequest, field: str) -> None:
+    def _check_satisfiable(self, request: GpuRequest, field: str,
+                           written: object = None) -> None:
         """Reject what no GPU of an accepted type could ever host."""
         catalog = self._catalog
         candidates = set(range(len(catalog))) if request.types is None else set(request.types)
@@ -454,7 +458,8 @@ class PodDecoder:
         elif request.kind is RequestKind.VRAM:
             largest = max((catalog.types[t].memory_mib for t in candidates), default=0)
             if request.vram_mib > largest:
-                raise RequestError(field, f"{request.vram_mib}Mi",
+                raise RequestError(field,
+                                   written if written is not None else f"{request.vram_mib}Mi",
                                    f"larger than any accepted GPU (largest {largest} MiB among "
                                    f"{catalog.describe(candidates)})",
                                    f"at most {largest}Mi")
@@ -550,7 +555,8 @@ def _combine(regular: list[_Amount], init: list[_Amount]) -> _Amount | None:
         raise RequestError(anchor.field, milli, "the containers' fractions add up to a whole GPU "
                            "or more", f"a total below 1000, or {RESOURCE_GPU}: N")
     return _Amount(first.kind, count, need(lambda a: a.vram_mib), first.mig_profile,
-                   anchor.field, milli)
+                   anchor.field, milli,
+                   written=first.written if len(everything) == 1 else None)
 
 
 def _pod_need(regular: Sequence[int], init: Sequence[tuple[int, bool]]) -> int:

@@ -155,6 +155,9 @@ class CycleTable:
 
 
 class HoldEvents(Protocol):
-    """What the cycle reports about holds (``ExtenderMetrics`` is one)."""
+    """What the cycle reports about holds and scoring (``ExtenderMetrics`` is one)."""
 
     def reservation(self, event: str, count: int = 1) -> None: ...
+
+    def strategy_failure(self) -> None:
+        """A strategy raised; that call used the default order."""

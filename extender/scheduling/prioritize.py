@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,30 +45,57 @@ class PrioritizeOutcome:
     """(len(names),) strategy scores in [0, 100], 0 where the node does not fit (``SCORED``)."""
 
 
+FALLBACK_SCORE = 50.0
+"""What every fitting node scores when the strategy fails for a call: all equal, so
+kube-scheduler's own score plugins order them, and the GPUs come from ``assign``'s default
+rules (``choice`` -1). Documented in the README ("Placement policy")."""
+
+
+def fallback_scores(fit: FitResult) -> ScoreResult:
+    """The documented default order for one call whose strategy raised."""
+    positions = np.flatnonzero(fit.fits)
+    return ScoreResult(fit.rows[positions], np.full(len(positions), FALLBACK_SCORE),
+                       np.full(len(positions), -1, dtype=np.int16))
+
+
 class Scorer:
     """The strategy behind a lock: strategies keep caches (the fragmentation model); scoring
     is serial per scheduler anyway, the lock only matters for a second scheduler or the debug
-    endpoint."""
+    endpoint.
 
-    def __init__(self, strategy: Strategy) -> None:
+    A strategy that raises does not stop scoring: that call falls back to ``fallback_scores``,
+    is logged with the pod and counted (``on_failure``), and the next call tries the strategy
+    again, so one odd pod or state can never switch scoring off for every later pod."""
+
+    def __init__(self, strategy: Strategy, *,
+                 on_failure: Callable[[], None] | None = None) -> None:
         self.strategy = strategy
+        self._on_failure = on_failure
         self._lock = threading.Lock()
 
     def score(self, snapshot: ClusterSnapshot, placement: PlacementRequest,
-              fit: FitResult) -> ScoreResult:
+              fit: FitResult, *, pod: str = "") -> ScoreResult:
         with self._lock:
-            return self.strategy.score(snapshot, placement, fit)
+            try:
+                return self.strategy.score(snapshot, placement, fit)
+            except Exception as exc:  # a strategy bug must cost one call, never the service
+                _log.exception("strategy failed; default order for this call", extra={
+                    "fields": {"pod": pod, "strategy": type(self.strategy).__name__,
+                               "error": f"{type(exc).__name__}: {exc}"}})
+                if self._on_failure is not None:
+                    self._on_failure()
+                return fallback_scores(fit)
 
-    def scores_of(self, evaluation: Evaluation, placement: PlacementRequest
+    def scores_of(self, evaluation: Evaluation, placement: PlacementRequest, *, pod: str = ""
                   ) -> tuple[ScoreResult, npt.NDArray[np.float64]]:
         """The strategy's result on the known nodes, and a score per name (0: no fit;
         template nodes scored on their own snapshot)."""
-        result = self.score(evaluation.snapshot, placement, evaluation.fit)
+        result = self.score(evaluation.snapshot, placement, evaluation.fit, pod=pod)
         scores = np.zeros(len(evaluation.names), dtype=np.float64)
         scores[evaluation.known[np.flatnonzero(evaluation.fit.fits)]] = result.scores
         templates = evaluation.templates
         if templates is not None and templates.fit.fits.any():
-            judged = self.score(templates.snapshot, placement, templates.fit)
+            judged = self.score(templates.snapshot, placement, templates.fit, pod=pod)
             scores[templates.positions[np.flatnonzero(templates.fit.fits)]] = judged.scores
         return result, scores
 
@@ -99,7 +126,7 @@ class Prioritize:
         evaluation = self._evaluator.evaluate(
             self._inventory.snapshot(), pod.placement, names,
             cycle=cycle if pod.key.uid else None, nodes=nodes)
-        result, scores = self._scorer.scores_of(evaluation, pod.placement)
+        result, scores = self._scorer.scores_of(evaluation, pod.placement, pod=str(pod.key))
         cycle.scores = result
         self._hold_best(cycle, evaluation, result)
         return PrioritizeOutcome(Decision.SCORED, cycle, scores)

@@ -58,7 +58,8 @@ class Scheduler:
         self.cycles = CycleTable(platform, on_new_pod=on_new_pod,
                                  nodes=lambda: inventory.snapshot().nodes)
         self.evaluator = Evaluator(platform, self.cycles, check_cpu_memory=check_cpu_memory)
-        self.scorer = Scorer(platform.strategy(workload=workload))
+        self.scorer = Scorer(platform.strategy(workload=workload),
+                             on_failure=events.strategy_failure)
         self.placed = PlacedPods(workload)
         expiry = Expiry(inventory, events, clock)
         self.filter = Filter(inventory, self.cycles, self.evaluator, expiry, events)

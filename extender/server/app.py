@@ -16,12 +16,12 @@ from typing import TypeVar
 
 from flask import Flask, Response, request
 from prometheus_client import CONTENT_TYPE_LATEST
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import ClientDisconnected, HTTPException
 
 from extender.kube.objects import pod_key
 from extender.server.answers import Answer, encode_document
 from extender.server.debug import register_debug_routes
-from extender.server.limits import RequestLimits
+from extender.server.limits import DEFAULT_LIMITS, RequestLimits
 from extender.server.responses import JSON, json_response
 from extender.server.service import ExtenderService
 from extender.server.verbs import NO_PRIORITIES
@@ -36,9 +36,6 @@ from extender.server.wire import (
 _log = logging.getLogger(__name__)
 
 Args = TypeVar("Args")
-
-
-DEFAULT_LIMITS = RequestLimits()
 
 
 def create_app(service: ExtenderService, *, debug_endpoints: bool = True,
@@ -138,7 +135,9 @@ def _read_body(limits: RequestLimits) -> bytes:
         sock.settimeout(limits.body_read_timeout_s)
     try:
         return request.get_data(cache=False)
-    except OSError as exc:  # socket.timeout is a TimeoutError; werkzeug may wrap a reset
+    except (OSError, ClientDisconnected) as exc:
+        # socket.timeout is a TimeoutError; gunicorn's body reader turns it into a short
+        # read, which werkzeug reports as ClientDisconnected
         raise TimeoutError(str(exc)) from exc
 
 

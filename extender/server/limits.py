@@ -27,3 +27,6 @@ class RequestLimits:
             raise ValueError(f"max_body_bytes={self.max_body_bytes}: must be >= 1")
         if not self.body_read_timeout_s > 0:
             raise ValueError(f"body_read_timeout_s={self.body_read_timeout_s}: must be > 0")
+
+
+DEFAULT_LIMITS = RequestLimits()

@@ -49,6 +49,10 @@ class ExtenderMetrics:
             f"{PREFIX}_reservations",
             "Prioritize-time reservations by event (placed, skipped, expired).", ["event"],
             registry=r)
+        self._strategy_failures = Counter(
+            f"{PREFIX}_strategy_failures",
+            "Prioritize calls whose scoring strategy raised and fell back to the default order.",
+            registry=r)
         self._watch_restarts = Counter(f"{PREFIX}_watch_restarts",
                                        "Watch restarts by resource and reason.",
                                        ["resource", "reason"], registry=r)
@@ -80,6 +84,9 @@ class ExtenderMetrics:
     def reservation(self, event: str, count: int = 1) -> None:
         if count:
             self._reservations.labels(event).inc(count)
+
+    def strategy_failure(self) -> None:
+        self._strategy_failures.inc()
 
     def watch_restart(self, resource: str, reason: str) -> None:
         self._watch_restarts.labels(resource, reason).inc()

@@ -14,6 +14,7 @@ from typing import Any
 from gunicorn.app.base import BaseApplication
 
 from extender.server.app import create_app
+from extender.server.limits import DEFAULT_LIMITS, RequestLimits
 from extender.server.monitoring import MonitoringServer
 from extender.server.service import ExtenderService
 
@@ -21,8 +22,10 @@ from extender.server.service import ExtenderService
 class ExtenderApplication(BaseApplication):  # type: ignore[misc]
     def __init__(self, settings: dict[str, Any], build: Callable[[], ExtenderService], *,
                  debug_endpoints: bool = True,
-                 monitoring: tuple[str, int] | None = None) -> None:
+                 monitoring: tuple[str, int] | None = None,
+                 limits: RequestLimits = DEFAULT_LIMITS) -> None:
         self._settings = settings
+        self._limits = limits
         self._build = build
         self._debug_endpoints = debug_endpoints
         self._monitoring_address = monitoring
@@ -47,7 +50,7 @@ class ExtenderApplication(BaseApplication):  # type: ignore[misc]
         if self._monitoring is not None:
             # serving from the start, so probes see readiness flip when the first sync lands
             self._monitoring.start()
-        return create_app(service, debug_endpoints=self._debug_endpoints)
+        return create_app(service, debug_endpoints=self._debug_endpoints, limits=self._limits)
 
     def stop_service(self) -> None:
         if self._monitoring is not None:
@@ -67,7 +70,8 @@ def freeze_heap() -> None:
 
 
 def run(settings: dict[str, Any], build: Callable[[], ExtenderService], *,
-        debug_endpoints: bool = True, monitoring: tuple[str, int] | None = None) -> None:
+        debug_endpoints: bool = True, monitoring: tuple[str, int] | None = None,
+        limits: RequestLimits = DEFAULT_LIMITS) -> None:
     """Serve until gunicorn is told to stop (SIGTERM/SIGINT); exits the process."""
     ExtenderApplication(settings, build, debug_endpoints=debug_endpoints,
-                        monitoring=monitoring).run()
+                        monitoring=monitoring, limits=limits).run()

@@ -20,6 +20,7 @@ from extender.server.gunicorn_conf import (
     ServerOptions,
     gunicorn_settings,
 )
+from extender.server.limits import DEFAULT_LIMITS, RequestLimits
 from extender.server.logs import LEVELS
 from extender.server.monitoring import check_bindable, parse_address
 from extender.server.tls import TlsFiles, flag_error
@@ -71,6 +72,15 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     tls.add_argument("--client-ca-file", metavar="FILE", type=Path,
                      help="PEM CA bundle: require a client certificate signed by it "
                           "(mutual TLS; kube-scheduler's tlsConfig.certFile/keyFile)")
+    limits = parser.add_argument_group(
+        "limits", "what one request may cost (see extender/server/limits.py)")
+    limits.add_argument("--max-body-bytes", type=_positive, default=DEFAULT_LIMITS.max_body_bytes,
+                        metavar="BYTES", help="refuse larger bodies with 413 (default: "
+                        f"{DEFAULT_LIMITS.max_body_bytes}, 16 MiB)")
+    limits.add_argument("--body-read-timeout", type=_positive_float,
+                        default=DEFAULT_LIMITS.body_read_timeout_s, metavar="SECONDS",
+                        help="answer 408 to a body that has not arrived in time, freeing the "
+                             f"thread (default: {DEFAULT_LIMITS.body_read_timeout_s:g})")
     parser.add_argument("--monitoring-address", metavar="HOST:PORT",
                         help="also serve /healthz, /readyz and /metrics over plain HTTP here "
                              "(e.g. 0.0.0.0:9090: kubelet probes and Prometheus reach the pod "
@@ -82,6 +92,16 @@ def _positive(text: str) -> int:
     value = int(text)
     if value <= 0:
         raise argparse.ArgumentTypeError("must be a positive integer")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from exc
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError("must be a positive number of seconds")
     return value
 
 
@@ -109,7 +129,9 @@ def run_serve(args: argparse.Namespace) -> int:
                             keepalive=args.keepalive, log_level=args.log_level,
                             access_log=args.access_log, tls=tls)
     runner.run(gunicorn_settings(options), build, debug_endpoints=not args.no_debug_endpoints,
-               monitoring=monitoring)
+               monitoring=monitoring,
+               limits=RequestLimits(max_body_bytes=args.max_body_bytes,
+                                    body_read_timeout_s=args.body_read_timeout))
     return 0
 
 

@@ -19,6 +19,8 @@ from extender.errors import ExtenderError, shown
 from extender.kube import objects
 from extender.kube.shape import ShapeError, check_node
 
+MAX_NAME = 253
+"""Longest object name Kubernetes accepts (a DNS subdomain)."""
 MIN_PRIORITY = 0
 MAX_PRIORITY = 10
 
@@ -149,8 +151,15 @@ def decode_binding_args(body: bytes) -> ExtenderBindingArgs:
     values: dict[str, str] = {}
     for key in ("PodName", "PodNamespace", "PodUID", "Node"):
         value = _get(doc, key)
-        if not isinstance(value, str) or (not value and key != "PodNamespace"):
+        if value is None:
             raise WireError(key, "required; must be a non-empty string")
+        if not isinstance(value, str):
+            raise WireError(key, f"must be a string, got {shown(value)}")
+        if not value and key != "PodNamespace":
+            raise WireError(key, "must not be empty")
+        if len(value) > MAX_NAME:
+            raise WireError(key, f"a {len(value)}-character name is longer than any Kubernetes "
+                                 f"name (at most {MAX_NAME})")
         values[key] = value
     return ExtenderBindingArgs(PodName=values["PodName"], PodNamespace=values["PodNamespace"],
                                PodUID=values["PodUID"], Node=values["Node"])

@@ -377,10 +377,10 @@ INVALID = [
       id="an unknown MIG profile lists the known ones"),
     # VRAM
     P(make_pod().gpu_memory("20Gi").accelerator("t4"), f"{C0}.limits[gpu-extender.io/gpu-memory]",
-      "20480Mi", ["larger than any accepted GPU (largest 16384 MiB among t4)",
+      "20Gi", ["larger than any accepted GPU (largest 16384 MiB among t4)",
                   "accepted: at most 16384Mi"], id="VRAM larger than the named type"),
     # 200 * 1024 = 204800 MiB > the B200's 184320 MiB
-    P(make_pod().gpu_memory("200Gi"), f"{C0}.limits[gpu-extender.io/gpu-memory]", "204800Mi",
+    P(make_pod().gpu_memory("200Gi"), f"{C0}.limits[gpu-extender.io/gpu-memory]", "200Gi",
       ["larger than any accepted GPU (largest 190464 MiB"],
       id="VRAM larger than any GPU at all"),
     P(make_pod().gpu_memory("4GiB"), f"{C0}.limits[gpu-extender.io/gpu-memory]", "4GiB",

@@ -81,10 +81,25 @@ def test_an_exception_in_filter_becomes_the_error_field(
     assert any(r.exc_info for r in caplog.records)  # the traceback is logged server-side
 
 
+def test_an_exception_in_the_strategy_falls_back_to_the_default_order_for_that_call(
+        client: FlaskClient, offline_service: ExtenderService,
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setattr(offline_service.scheduler.scorer.strategy, "score", explode)
+    response = client.post("/prioritize", data=fixture_bytes("filter_typed_nodenames.json"))
+    # the one fitting node scores FALLBACK_SCORE 50 -> 5 on the wire; the pod is named
+    assert response.status_code == 200 and response.get_json() == [
+        {"Host": "gpu-l4-0", "Score": 5}]
+    assert any("strategy failed" in r.getMessage() and r.exc_info for r in caplog.records)
+    assert b"gpu_extender_strategy_failures_total 1.0" in offline_service.metrics.exposition()
+    monkeypatch.undo()  # the next call is scored by the strategy again
+    again = client.post("/prioritize", data=fixture_bytes("filter_typed_nodenames.json"))
+    assert again.status_code == 200 and again.get_json() != []
+
+
 def test_an_exception_in_prioritize_gives_no_scores(
         client: FlaskClient, offline_service: ExtenderService,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(offline_service.scheduler.scorer.strategy, "score", explode)
+    monkeypatch.setattr(offline_service.scheduler.evaluator, "evaluate", explode)
     response = client.post("/prioritize", data=fixture_bytes("filter_typed_nodenames.json"))
     assert response.status_code == 200 and response.get_json() == []
 

@@ -29,7 +29,7 @@ WEBHOOK = admission(typeLabel="gke")
       id="a MIG profile the type cannot have"),
     P(make_pod("p").gpu_memory("100Gi").accelerator("l4"),
       "gpu-extender: spec.containers[0].resources.limits[gpu-extender.io/gpu-memory]="
-      "\"102400Mi\": larger than any accepted GPU (largest 24576 MiB among l4) (accepted: at "
+      "\"100Gi\": larger than any accepted GPU (largest 24576 MiB among l4) (accepted: at "
       "most 24576Mi)", id="VRAM larger than any accepted GPU"),
     P(make_pod("p").container(limits={"nvidia.com/gpu": "1",
                                       "gpu-extender.io/gpu-memory": "4Gi"}),
