@@ -51,6 +51,9 @@ GPUS_PER_NODE = 8
 UNTHROTTLED = ["--max-requests-inflight=0", "--max-mutating-requests-inflight=0",
                "--enable-priority-and-fairness=false"]
 _NODES_METRIC = re.compile(rb"^gpu_extender_nodes(?:\{[^}]*\})? ([0-9.e+]+)$", re.MULTILINE)
+_VERB_SECONDS = re.compile(
+    rb'^gpu_extender_request_duration_seconds_(sum|count)\{verb="(\w+)"\} ([0-9.e+-]+)$',
+    re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,8 @@ class Result:
     bound: int
     burst_s: float
     total_s: float
+    verb_ms: dict[str, float] | None = None
+    """Mean time inside the extender per call, by verb (its own latency histogram)."""
 
     @property
     def pods_per_s(self) -> float:
@@ -183,7 +188,18 @@ def run(mode: str, nodes: int, pods: int, timeout_s: float) -> Result:
         stamps = sorted(clock.stamps.values())
         burst = stamps[-1] - stamps[0] if len(stamps) > 1 else 0.0
         return Result(mode, nodes, pods, len(stamps), burst,
-                      (stamps[-1] - started) if stamps else 0.0)
+                      (stamps[-1] - started) if stamps else 0.0,
+                      _verb_ms(cluster) if with_extender else None)
+
+
+def _verb_ms(cluster: LocalCluster) -> dict[str, float]:
+    with urllib.request.urlopen(f"{cluster.extender_url}/metrics", timeout=10) as answer:
+        text = answer.read()
+    totals: dict[str, dict[str, float]] = {}
+    for kind, verb, value in _VERB_SECONDS.findall(text):
+        totals.setdefault(verb.decode(), {})[kind.decode()] = float(value)
+    return {verb: 1000 * t["sum"] / t["count"] for verb, t in sorted(totals.items())
+            if t.get("count")}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -201,7 +217,10 @@ def main(argv: list[str] | None = None) -> int:
         for result in results.values():
             print(f"nodes={nodes:5d} mode={result.mode:8s} bound={result.bound}/{result.pods} "
                   f"burst={result.burst_s:7.2f}s to_last_bind={result.total_s:7.2f}s "
-                  f"pods/s={result.pods_per_s:7.1f}", flush=True)
+                  f"pods/s={result.pods_per_s:7.1f}" + (
+                      "  in-extender ms/call: " + ", ".join(
+                          f"{verb} {ms:.2f}" for verb, ms in result.verb_ms.items())
+                      if result.verb_ms else ""), flush=True)
         plain, ours = results["plain"].pods_per_s, results["extender"].pods_per_s
         print(f"nodes={nodes:5d} ratio extender/plain = "
               f"{ours / plain if plain else float('nan'):.2f}", flush=True)
