@@ -40,7 +40,6 @@ def test_fgd_reproduces_the_published_curve_and_the_default_beats_it() -> None:
     unallocated = fgd.unallocated_at(100)
     assert unallocated is not None
     assert abs(unallocated - 4.77) < 0.5  # the published median over seeds 42-51
-    assert fgd.wall_seconds < 60
     ours = Replay(scenario, ReplayOptions(policy="cost-fragmentation", seed=42)).run()
     assert ours.unallocated_at(100) is not None
     assert ours.unallocated_at(100) < unallocated  # type: ignore[operator]
