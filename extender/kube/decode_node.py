@@ -402,7 +402,7 @@ def _bounded(gpus: tuple[GpuDevice, ...], problems: list[str]) -> tuple[GpuDevic
 def _int(value: str | None) -> int | None:
     """A numeric label; ``None`` when absent, not a number, or absurd (more digits than any
     count or MiB figure has: ``int()`` of a long digit string is quadratic)."""
-    if value is None or len(value) > 12:
+    if value is None or len(value) > 18:
         return None
     try:
         return int(value)

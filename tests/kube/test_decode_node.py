@@ -480,3 +480,33 @@ def test_an_unknown_replica_resource_is_a_problem(nodes: NodeDecoder) -> None:
     info = nodes.decode(node)
     assert info.gpus == ()
     assert "replicaResource 'nvidia.com/gpux'" in info.problems[0]
+
+
+@pytest.mark.parametrize(
+    ("node", "gpus", "problem"),
+    [
+        pytest.param(make_node().gfd("Tesla-T4").allocatable(gpu=20000), 64, "more than 64 GPUs",
+                     id="nvidia.com/gpu 20000 is modelled as 64 GPUs, not 20,000 objects"),
+        pytest.param(make_node().gfd("Tesla-T4").allocatable(gpu="1e18"), 64, "more than 64",
+                     id="1e18 GPUs is cut before any object is built"),
+        pytest.param(make_node().gfd("Tesla-T4", count=2, replicas=99999999999)
+                     .allocatable(gpu=4), 2, "capped",
+                     id="99999999999 replicas per GPU are capped at 1024 (int16 inventory)"),
+        pytest.param(make_node().gfd("Tesla-T4", memory=10**12).allocatable(gpu=1), 1,
+                     "capped", id="a 10^12 MiB GPU is capped at 1 TiB"),
+    ],
+)
+def test_absurd_nodes_are_bounded_and_say_so(nodes: NodeDecoder, node: NodeBuilder, gpus: int,
+                                             problem: str) -> None:
+    info = nodes.decode(node.obj())
+    assert len(info.gpus) == gpus
+    assert all(g.replicas <= 1024 and g.memory_mib <= 1 << 20 for g in info.gpus)
+    assert any(problem in p for p in info.problems), info.problems
+
+
+def test_a_gpus_annotation_index_beyond_any_gpu_is_a_problem_not_an_array_overflow(
+        nodes: NodeDecoder) -> None:
+    node = make_node().gpus_annotation([gpu_entry(0, "t4"), gpu_entry(70000, "t4")]).obj()
+    info = nodes.decode(node)
+    assert [g.index for g in info.gpus] == [0]
+    assert any("beyond any GPU" in p for p in info.problems)
