@@ -144,6 +144,13 @@ class InventoryCollector(Collector):
         nodes = GaugeMetricFamily(f"{PREFIX}_nodes", "Nodes in the inventory.")
         nodes.add_metric([], float(snapshot.node_valid.sum()))
         yield nodes
+        unknown = GaugeMetricFamily(
+            f"{PREFIX}_nodes_with_unknown_gpus",
+            "Nodes that advertise GPUs whose type the extender cannot tell (no type label, or "
+            "a product the catalog lacks): they receive no pods; their problems say why.")
+        unknown.add_metric([], float((valid & (snapshot.gpu_type == catalog.unknown_index))
+                                     .any(axis=1).sum()))
+        yield unknown
         holdings = GaugeMetricFamily(f"{PREFIX}_holdings", "Pod holdings by state.",
                                      labels=["state"])
         counts = dict.fromkeys(HoldingState, 0)

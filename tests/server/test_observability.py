@@ -118,3 +118,18 @@ def test_logs_are_json_lines_with_constant_keys() -> None:
 
         record.exc_info = sys.exc_info()
     assert "ValueError: boom" in orjson.loads(JsonFormatter().format(record))["exception"]
+
+
+def test_nodes_whose_gpus_have_no_known_type_are_counted(
+        offline_service: ExtenderService) -> None:
+    from tests.builders import make_node
+
+    def gauge() -> str:
+        text = offline_service.metrics.exposition().decode()
+        return next(line for line in text.splitlines()
+                    if line.startswith("gpu_extender_nodes_with_unknown_gpus "))
+
+    assert gauge() == "gpu_extender_nodes_with_unknown_gpus 0.0"
+    # 4 GPUs advertised, no type label of any convention
+    offline_service.applier.node_event("ADDED", make_node("mystery").allocatable(gpu=4).obj())
+    assert gauge() == "gpu_extender_nodes_with_unknown_gpus 1.0"
