@@ -77,6 +77,10 @@ class QuantityError(ValueError, ExtenderError):
     """A Kubernetes quantity string could not be parsed."""
 
 
+class QuantityRangeError(QuantityError):
+    """A quantity is well formed but beyond what any Kubernetes quantity may be (2^63)."""
+
+
 class CapacityError(ExtenderError):
     """A reservation would break a per-GPU invariant (over-commit, overlap, shared whole GPU)."""
 

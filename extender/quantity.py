@@ -19,7 +19,7 @@ from collections.abc import Callable
 from decimal import ROUND_CEILING, Decimal, InvalidOperation
 from typing import NoReturn
 
-from extender.errors import QuantityError, shown
+from extender.errors import QuantityError, QuantityRangeError, shown
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {
@@ -124,7 +124,7 @@ def _in_range(value: Decimal, text: object) -> Decimal:
 
 
 def _out_of_range(text: object) -> NoReturn:
-    raise QuantityError(f"{shown(text)} is out of range (the magnitude must be below 2^63, "
+    raise QuantityRangeError(f"{shown(text)} is out of range (the magnitude must be below 2^63, "
                         f"as for any Kubernetes quantity; {ACCEPTED_FORMS})")
 
 

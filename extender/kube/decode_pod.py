@@ -14,7 +14,7 @@ from typing import Any
 from extender.catalog import Catalog
 from extender.config.presets import GFD
 from extender.config.types import ForeignFormsConfig
-from extender.errors import QuantityError, RequestError, join_accepted
+from extender.errors import QuantityError, QuantityRangeError, RequestError, join_accepted
 from extender.kube import objects
 from extender.kube.annotations import decode_assignment
 from extender.kube.labels import LabelMapper
@@ -513,6 +513,9 @@ def _mig_profile_name(resource: str) -> str:
 def _count(value: object, field: str) -> int:
     try:
         quantity = parse_quantity(value)
+    except QuantityRangeError as exc:
+        raise RequestError(field, value, "more than any node may have (the magnitude of a "
+                           "Kubernetes quantity is below 2^63)", "a whole number >= 0") from exc
     except QuantityError as exc:
         raise RequestError(field, value, "not a number", "a whole number >= 0") from exc
     if quantity < 0:

@@ -150,3 +150,32 @@ def test_pod_metadata_that_is_not_an_object_is_never_a_500(client: FlaskClient) 
             content_type="application/json")
         assert response.status_code == 200, response.data
         no_traceback(response.data)
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    (3, "PodName: must be a string, got 3"),
+    (None, "PodName: required; must be a non-empty string"),
+    ("", "PodName: must not be empty"),
+    ("x" * 300, "PodName: a 300-character name is longer than any Kubernetes name"),
+], ids=["a number is a wrong type, not missing", "null is missing", "empty",
+        "longer than a DNS subdomain"])
+def test_bind_says_what_is_wrong_with_a_field(client: FlaskClient, value: object,
+                                              message: str) -> None:
+    body = {"PodName": value, "PodNamespace": "ml", "PodUID": "u", "Node": "n"}
+    response = client.post("/bind", data=orjson.dumps(body), content_type="application/json")
+    assert response.status_code == 400
+    assert response.get_json()["Error"].startswith(message)
+
+
+@pytest.mark.parametrize("count", ["1e20", 2**62, "65"])
+def test_a_gpu_count_beyond_any_node_is_an_invalid_request_not_an_overflow(
+        client: FlaskClient, count: object) -> None:
+    pod = {"metadata": {"name": "p", "namespace": "ml", "uid": f"u-{count}"},
+           "spec": {"containers": [{"name": "c", "resources": {"limits": {
+               "nvidia.com/gpu": count}}}]}}
+    response = client.post("/filter", data=orjson.dumps({"Pod": pod, "NodeNames": ["gpu-t4-0"]}),
+                           content_type="application/json")
+    assert response.status_code == 200
+    answer = response.get_json()
+    assert "internal error" not in answer.get("Error", "")
+    assert "more than any node may have" in answer["FailedAndUnresolvableNodes"]["gpu-t4-0"]
