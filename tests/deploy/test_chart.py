@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from localcluster.binaries import REPO_ROOT
-from localcluster.helm import CHART, MANIFESTS, PRESETS, Helm, HelmError, default_manifests
-from tests.deploy.conftest import RENDERINGS
+from localcluster.helm import CHART, MANIFESTS, MODES, PRESETS, Helm, HelmError, default_manifests
+from tests.deploy.conftest import RENDERINGS, SWITCHES_ON
 
 pytestmark = pytest.mark.deploy
 
@@ -36,6 +36,12 @@ def _containers(documents: list[dict[str, Any]]) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("values", [None, *PRESETS], ids=lambda p: p.name if p else "default")
 def test_helm_lint_passes(helm: Helm, values: Path | None) -> None:
     args = ["lint", "--strict", str(CHART)] + (["--values", str(values)] if values else [])
+    assert "0 chart(s) failed" in helm.run(*args)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_helm_lint_passes_with_every_switch_on(helm: Helm, mode: str) -> None:
+    args = ["lint", "--strict", str(CHART), "--set", ",".join((*SWITCHES_ON, f"mode={mode}"))]
     assert "0 chart(s) failed" in helm.run(*args)
 
 
