@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 from typing import Any
 
@@ -9,6 +10,9 @@ import pytest
 
 from localcluster import ControlPlaneBinaries, find_binaries
 from localcluster.helm import MODES, PRESETS, Helm, find_helm
+
+# The optional parts: node agent, admission webhook, shadow mode.
+SWITCHES_ON = ("agent.enabled=true", "webhook.enabled=true", "shadow.enabled=true")
 
 # (id, values files, --set assignments): the defaults, every preset in both modes, and the
 # optional parts switched on, so that every template is rendered by at least one case.
@@ -21,7 +25,13 @@ RENDERINGS: list[tuple[str, tuple[Path, ...], tuple[str, ...]]] = [
         "metrics.dashboard.enabled=true",
         "tls.clientCA=-----BEGIN CERTIFICATE-----", "networkPolicy.schedulerCIDRs={10.0.0.0/24}",
         "image.digest=sha256:" + "0" * 64)),
-    ("agent-and-webhook-second-scheduler", (), ("agent.enabled=true", "webhook.enabled=true")),
+    ("switches-on-second-scheduler", (), SWITCHES_ON),
+    ("switches-on-cert-manager-extender-service", (), (
+        *SWITCHES_ON, "mode=extender-service", "tls.source=certManager",
+        "tls.certManager.issuerRef.name=cluster-ca")),
+    ("webhook-existing-secret-second-scheduler", (), (
+        "webhook.enabled=true", "tls.source=existing", "webhook.tls.existingSecret=hook-tls",
+        "webhook.tls.caBundle=" + base64.b64encode(b"-----BEGIN CERTIFICATE-----\n").decode())),
     ("cert-manager-extender-service", (), (
         "mode=extender-service", "tls.source=certManager",
         "tls.certManager.issuerRef.name=cluster-ca")),

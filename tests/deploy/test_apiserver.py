@@ -16,7 +16,7 @@ from kubernetes.client.exceptions import ApiException
 
 from localcluster import LocalCluster
 from localcluster.helm import CHART, Helm
-from tests.deploy.conftest import RENDERINGS
+from tests.deploy.conftest import RENDERINGS, SWITCHES_ON
 from tests.e2e.gpu_helpers import create_pods, extender_spec, gpu_pod, wait_bound
 
 pytestmark = pytest.mark.deploy
@@ -66,6 +66,10 @@ def test_every_rendering_passes_server_side_dry_run(
         checked.append(document["kind"])
     assert {"Deployment", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
             "ConfigMap", "PodDisruptionBudget"} <= set(checked)
+    if name.startswith("switches-on"):
+        assert {"DaemonSet", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
+                "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
+                "Service"} <= set(checked)
 
 
 def test_dry_run_is_strict(helm: Helm, cluster: LocalCluster) -> None:
@@ -110,17 +114,34 @@ def test_helm_install_upgrade_and_rollback_for_real(helm: Helm, cluster: LocalCl
 
 def test_extender_service_upgrade_keeps_the_generated_certificate(
         helm: Helm, cluster: LocalCluster) -> None:
-    """The CA the control plane was given must survive `helm upgrade` (lookup, not regenerate)."""
+    """The CAs the control plane was given (the extender's, and the webhook's in the webhook
+    configurations) must survive `helm upgrade` (lookup, not regenerate). Installed for real
+    with the agent, webhook and shadow on: the apiserver creates every object."""
     kubeconfig = cluster.kubeconfig()
     namespace = "gpu-service"
+    switches = [arg for assignment in SWITCHES_ON for arg in ("--set", assignment)]
     helm.run("install", "svc", str(CHART), "--namespace", namespace, "--create-namespace",
-             "--set", "mode=extender-service", kubeconfig=kubeconfig)
+             "--set", "mode=extender-service", *switches, kubeconfig=kubeconfig)
     core = cluster.api()
+    admission = client.AdmissionregistrationV1Api(cluster.api_client())
+
+    def webhook_ca_bundles() -> list[str]:
+        configs = [admission.read_mutating_webhook_configuration("svc-gpu-extender-webhook"),
+                   admission.read_validating_webhook_configuration("svc-gpu-extender-webhook")]
+        return [hook.client_config.ca_bundle for config in configs for hook in config.webhooks]
+
     before = core.read_namespaced_secret("svc-gpu-extender-tls", namespace).data
+    webhook_before = core.read_namespaced_secret("svc-gpu-extender-webhook-tls", namespace).data
+    bundles_before = webhook_ca_bundles()
     helm.run("upgrade", "svc", str(CHART), "--namespace", namespace, "--reuse-values",
              "--set", "replicas=2", kubeconfig=kubeconfig)
     after = core.read_namespaced_secret("svc-gpu-extender-tls", namespace).data
     assert after == before
+    assert core.read_namespaced_secret("svc-gpu-extender-webhook-tls",
+                                       namespace).data == webhook_before
+    assert webhook_ca_bundles() == bundles_before == [webhook_before["ca.crt"]] * 2
+    assert client.AppsV1Api(cluster.api_client()).read_namespaced_daemon_set(
+        "svc-gpu-extender-agent", namespace).spec.template.spec.host_pid is True
     ca = core.read_namespaced_config_map("svc-gpu-extender-ca", namespace).data["ca.crt"]
     assert ca.strip().encode() == __import__("base64").b64decode(before["ca.crt"]).strip()
 

@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from localcluster.binaries import REPO_ROOT
-from localcluster.helm import CHART, PRESETS, Helm, HelmError, default_manifests
-from tests.deploy.conftest import RENDERINGS
+from localcluster.helm import CHART, MANIFESTS, MODES, PRESETS, Helm, HelmError, default_manifests
+from tests.deploy.conftest import RENDERINGS, SWITCHES_ON
 
 pytestmark = pytest.mark.deploy
 
@@ -36,6 +36,12 @@ def _containers(documents: list[dict[str, Any]]) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("values", [None, *PRESETS], ids=lambda p: p.name if p else "default")
 def test_helm_lint_passes(helm: Helm, values: Path | None) -> None:
     args = ["lint", "--strict", str(CHART)] + (["--values", str(values)] if values else [])
+    assert "0 chart(s) failed" in helm.run(*args)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_helm_lint_passes_with_every_switch_on(helm: Helm, mode: str) -> None:
+    args = ["lint", "--strict", str(CHART), "--set", ",".join((*SWITCHES_ON, f"mode={mode}"))]
     assert "0 chart(s) failed" in helm.run(*args)
 
 
@@ -152,30 +158,186 @@ def test_pdb_and_metrics_service_select_only_the_extender_pods(
             assert not selector.items() <= labels.items(), (selector, labels)
 
 
-def test_agent_daemonset_runs_on_every_gpu_node_locked_down(
+def _plain(name: str) -> list[dict[str, Any]]:
+    """A hand-written manifest in manifests/ (the proven settings the chart's switches follow)."""
+    return [doc for doc in yaml.safe_load_all((MANIFESTS / name).read_text()) if doc]
+
+
+def _named(documents: list[dict[str, Any]], kind: str, suffix: str) -> dict[str, Any]:
+    [document] = [doc for doc in _of_kind(documents, kind)
+                  if doc["metadata"]["name"].endswith(suffix)]
+    return document
+
+
+@pytest.mark.parametrize("name", [name for name, _, _ in RENDERINGS])
+def test_every_gpu_extender_command_line_parses_with_the_real_cli(
+        renderings: dict[str, list[dict[str, Any]]], name: str) -> None:
+    """Each container running the image is given flags its subcommand's argparse accepts
+    (an unknown or misspelt flag exits 2 at start, a crash loop in the cluster)."""
+    from extender.cli import build_parser
+
+    documents = renderings[name]
+    specs = _pod_specs(documents) + [d["spec"]["template"]["spec"]
+                                     for d in _of_kind(documents, "DaemonSet")]
+    commands = []
+    for container in (c for spec in specs for c in spec["containers"]):
+        if container["name"] == "kube-scheduler":
+            continue
+        try:
+            args = build_parser().parse_args(container["args"])
+        except SystemExit:
+            pytest.fail(f"{name}: container {container['name']}: gpu-extender refuses "
+                        f"{container['args']} (see the argparse error above)", pytrace=False)
+        assert callable(args.run), container["name"]
+        commands.append(container["args"][0])
+    assert "serve" in commands
+
+
+def test_agent_matches_the_plain_manifest(
         renderings: dict[str, list[dict[str, Any]]]) -> None:
-    [daemonset] = _of_kind(renderings["agent-and-webhook-second-scheduler"], "DaemonSet")
-    spec = daemonset["spec"]["template"]["spec"]
-    [container] = spec["containers"]
-    assert container["args"][0] == "agent"
+    """Rights, own-node policy, host access and command line as manifests/agent.yaml, which
+    tests/e2e/test_agent_rbac.py proves against a real apiserver; only names differ."""
+    documents = renderings["switches-on-second-scheduler"]
+    plain = _plain("agent.yaml")
+    assert _named(documents, "ClusterRole", "-agent")["rules"] == \
+        _named(plain, "ClusterRole", "-agent")["rules"]
+    [binding] = [b for b in _of_kind(documents, "ClusterRoleBinding")
+                 if b["roleRef"]["name"] == "gpu-extender-agent"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "gpu-extender-agent",
+                                    "namespace": "kube-system"}]
+    [policy] = _of_kind(documents, "ValidatingAdmissionPolicy")
+    [plain_policy] = _of_kind(plain, "ValidatingAdmissionPolicy")
+    assert policy["spec"] == plain_policy["spec"]  # release gpu-extender in kube-system
+    [policy_binding] = _of_kind(documents, "ValidatingAdmissionPolicyBinding")
+    assert policy_binding["spec"]["policyName"] == policy["metadata"]["name"]
+    assert policy_binding["spec"]["validationActions"] == ["Deny"]
+
+    [daemonset] = _of_kind(documents, "DaemonSet")
+    [plain_daemonset] = _of_kind(plain, "DaemonSet")
+    spec, plain_spec = (d["spec"]["template"]["spec"] for d in (daemonset, plain_daemonset))
+    [container], [plain_container] = spec["containers"], plain_spec["containers"]
+    assert spec["hostPID"] is True
+    assert spec["serviceAccountName"] == "gpu-extender-agent"
+    assert container["args"] == plain_container["args"]
+    assert container["env"] == plain_container["env"]
+    assert container["ports"] == plain_container["ports"]
+    assert spec["affinity"] == plain_spec["affinity"]
+    assert spec["tolerations"] == plain_spec["tolerations"]
     assert container["securityContext"] == HARDENED
-    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in \
-        spec["tolerations"]
-    assert any(e["name"] == "NODE_NAME" for e in container["env"])
+    assert spec["securityContext"]["runAsUser"] == 0  # the root-only PodResources socket
+    mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
+    for mount in plain_container["volumeMounts"]:
+        assert mounts[mount["mountPath"]]["readOnly"] is True
+    host_paths = {v["hostPath"]["path"] for v in spec["volumes"] if "hostPath" in v}
+    assert host_paths == {"/proc", "/var/lib/kubelet/pod-resources"}
+    config = yaml.safe_load(_named(documents, "ConfigMap", "-agent")["data"]["agent.yaml"])
+    assert config["platformConfig"] == "/etc/gpu-extender/platform.yaml"
+    assert mounts["/etc/gpu-extender"]["readOnly"] is True
+    assert config["metricsPort"] == container["ports"][0]["containerPort"]
 
 
-def test_webhook_is_served_with_the_ca_it_is_registered_with(
-        renderings: dict[str, list[dict[str, Any]]]) -> None:
-    documents = renderings["agent-and-webhook-second-scheduler"]
-    [config] = _of_kind(documents, "MutatingWebhookConfiguration")
-    [hook] = config["webhooks"]
-    secret = next(d for d in _of_kind(documents, "Secret")
-                  if d["metadata"]["name"].endswith("-webhook-tls"))
-    assert hook["clientConfig"]["caBundle"] == secret["data"]["ca.crt"]
+def test_agent_config_passes_the_agents_own_validation(
+        renderings: dict[str, list[dict[str, Any]]], tmp_path: Path) -> None:
+    from extender.agent.config import load_agent_config
+
+    documents = renderings["switches-on-second-scheduler"]
+    platform = tmp_path / "platform.yaml"
+    platform.write_text(_named(documents, "ConfigMap", "-platform")["data"]["platform.yaml"])
+    text = _named(documents, "ConfigMap", "-agent")["data"]["agent.yaml"]
+    agent = tmp_path / "agent.yaml"
+    agent.write_text(text.replace("/etc/gpu-extender/platform.yaml", str(platform)))
+    config = load_agent_config(agent)
+    assert (config.overuse_policy, config.overuse_tolerance_mib) == ("warn", 256)
+
+
+@pytest.mark.parametrize("name", ["switches-on-second-scheduler",
+                                  "switches-on-cert-manager-extender-service",
+                                  "webhook-existing-secret-second-scheduler"])
+def test_webhook_matches_the_plain_manifest_and_is_served_with_its_ca(
+        renderings: dict[str, list[dict[str, Any]]], name: str) -> None:
+    documents = renderings[name]
+    plain = _plain("webhook.yaml")
+    namespace = _named(documents, "Deployment", "-webhook")["metadata"]["namespace"]
     webhook = next(c for c in _containers(documents) if c["name"] == "webhook")
-    assert webhook["args"][:2] == ["webhook", "--config=/etc/gpu-extender/platform.yaml"]
+    volumes = {v["name"]: v for v in
+               _named(documents, "Deployment", "-webhook")["spec"]["template"]["spec"]["volumes"]}
+    secret_name = volumes["tls"]["secret"]["secretName"]
+    for kind, path in (("MutatingWebhookConfiguration", "/mutate"),
+                       ("ValidatingWebhookConfiguration", "/validate")):
+        [config], [plain_config] = _of_kind(documents, kind), _of_kind(plain, kind)
+        [hook], [plain_hook] = config["webhooks"], plain_config["webhooks"]
+        assert hook["name"] == plain_hook["name"]
+        assert hook["clientConfig"]["service"]["path"] == path
+        assert hook["clientConfig"]["service"]["port"] == 443
+        for key in ("rules", "sideEffects", "timeoutSeconds", "failurePolicy", "matchPolicy",
+                    "admissionReviewVersions"):
+            assert hook[key] == plain_hook[key], key
+        assert hook.get("reinvocationPolicy") == plain_hook.get("reinvocationPolicy")
+        [names, opt_out] = hook["namespaceSelector"]["matchExpressions"]
+        assert names["operator"] == "NotIn" and {"kube-system", namespace} <= set(names["values"])
+        assert opt_out == plain_hook["namespaceSelector"]["matchExpressions"][1]
+        if name.startswith("switches-on-cert-manager"):
+            certificate = _named(documents, "Certificate", "-webhook")
+            assert certificate["spec"]["secretName"] == secret_name
+            assert config["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == \
+                f"{namespace}/{certificate['metadata']['name']}"
+            assert "caBundle" not in hook["clientConfig"]
+            host = f"{hook['clientConfig']['service']['name']}.{namespace}.svc"
+            assert host in certificate["spec"]["dnsNames"]
+        elif name.startswith("webhook-existing"):
+            assert secret_name == "hook-tls"
+            assert hook["clientConfig"]["caBundle"]
+        else:
+            secret = _named(documents, "Secret", "-webhook-tls")
+            assert secret["metadata"]["name"] == secret_name
+            assert hook["clientConfig"]["caBundle"] == secret["data"]["ca.crt"]
+    service = _named(documents, "Service", "-webhook")
+    assert service["spec"]["ports"] == [{"name": "https", "port": 443, "targetPort": "https",
+                                         "protocol": "TCP"}]
+    assert service["spec"]["selector"].items() <= \
+        _named(documents, "Deployment", "-webhook")["spec"]["template"]["metadata"][
+            "labels"].items()
+    assert webhook["readinessProbe"]["httpGet"] == {"path": "/healthz", "port": "https",
+                                                    "scheme": "HTTPS"}
     assert "--tls-cert-file=/etc/gpu-extender-tls/tls.crt" in webhook["args"]
-    assert hook["namespaceSelector"]["matchExpressions"][0]["values"] == ["kube-system"]
+
+
+@pytest.mark.parametrize(("name", "enabled"), [("switches-on-second-scheduler", True),
+                                               ("switches-on-cert-manager-extender-service",
+                                                False)])
+def test_webhook_writes_the_charts_scheduler_name_only_where_pods_need_it(
+        renderings: dict[str, list[dict[str, Any]]], name: str, enabled: bool) -> None:
+    """second-scheduler: pods move to scheduler.name; extender-service: the default scheduler
+    already calls the extender, so the webhook must not move pods to a scheduler that is not
+    there."""
+    platform = yaml.safe_load(_named(renderings[name], "ConfigMap", "-platform")["data"][
+        "platform.yaml"])
+    assert platform["admission"]["schedulerName"] == {"enabled": enabled,
+                                                      "name": "gpu-scheduler"}
+
+
+def test_shadow_is_read_only_as_the_plain_rbac(
+        renderings: dict[str, list[dict[str, Any]]]) -> None:
+    documents = renderings["switches-on-second-scheduler"]
+    plain = _plain("shadow-rbac.yaml")
+    assert _named(documents, "ClusterRole", "-shadow")["rules"] == \
+        _named(plain, "ClusterRole", "-shadow")["rules"]
+    deployment = _named(documents, "Deployment", "-shadow")
+    spec = deployment["spec"]["template"]["spec"]
+    [binding] = [b for b in _of_kind(documents, "ClusterRoleBinding")
+                 if b["roleRef"]["name"] == "gpu-extender-shadow"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": spec["serviceAccountName"],
+                                    "namespace": "kube-system"}]
+    others = [b for b in _of_kind(documents, "ClusterRoleBinding") + _of_kind(
+        documents, "RoleBinding") if b is not binding]
+    assert all(s["name"] != spec["serviceAccountName"] for b in others for s in b["subjects"])
+    [container] = spec["containers"]
+    assert container["args"][0] == "shadow" and "--host=0.0.0.0" in container["args"]
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    port = container["ports"][0]
+    assert f"--port={port['containerPort']}" in container["args"]
+    assert _named(documents, "Service", "-shadow")["spec"]["ports"][0]["targetPort"] == \
+        port["name"]
 
 
 def test_chart_managed_resources_match_the_shipped_scheduler_config(
@@ -227,8 +389,13 @@ def test_image_digest_wins_over_the_tag(renderings: dict[str, list[dict[str, Any
     (["mode=extender-service", "tls.source=existing"], "tls.existingSecret is required"),
     (["tls.source=vault"], "at '/tls/source': value must be one of 'generate', "
                            "'certManager', 'existing'"),
+    (["webhook.enabled=true", "tls.source=existing"], "webhook.tls.existingSecret is required"),
+    (["agent.enabled=true", "agent.config.overusePolicy=kill"],
+     "at '/agent/config/overusePolicy': value must be one of 'warn', 'evict'"),
+    (["shadow.enabled=true", "shadow.port=70000"], "at '/shadow/port': maximum"),
 ], ids=["unknown mode", "misspelt key", "port out of range", "digest not sha256",
-        "replicas without leader election", "existing without secret", "unknown tls source"])
+        "replicas without leader election", "existing without secret", "unknown tls source",
+        "webhook existing without secret", "unknown overuse policy", "shadow port"])
 def test_bad_values_fail_naming_the_value(helm: Helm, sets: list[str], message: str) -> None:
     with pytest.raises(HelmError) as refused:
         helm.template(set_values=sets)

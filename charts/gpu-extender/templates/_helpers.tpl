@@ -202,3 +202,21 @@ extenders:
 {{- define "gpu-extender.component" -}}
 {{- if eq .Values.mode "extender-service" }}extender{{ else }}scheduler{{ end -}}
 {{- end -}}
+
+{{/* The platform config file (values `platform`). With the webhook on, admission.schedulerName
+     defaults to the chart's scheduler: scheduler.name in second-scheduler mode, and off in
+     extender-service mode, where the default scheduler already calls the extender. */}}
+{{- define "gpu-extender.platformConfig" -}}
+{{- $platform := deepCopy .Values.platform -}}
+{{- if .Values.webhook.enabled -}}
+{{- $admission := dict -}}
+{{- if kindIs "map" (get $platform "admission") -}}
+{{- $admission = get $platform "admission" -}}
+{{- end -}}
+{{- if not (hasKey $admission "schedulerName") -}}
+{{- $_ := set $admission "schedulerName" (dict "enabled" (eq .Values.mode "second-scheduler") "name" .Values.scheduler.name) -}}
+{{- end -}}
+{{- $_ := set $platform "admission" $admission -}}
+{{- end -}}
+{{- toYaml $platform -}}
+{{- end -}}
