@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
@@ -63,14 +64,21 @@ class _Decision:
     backing: _Backing
 
 
+Announce = Callable[[PodCycle, PodKey, str, "Assignment | None"], None]
+"""Told of every new placement after its Binding (the Normal event and the log line); must
+not raise."""
+
+
 class Bind:
     def __init__(self, inventory: Inventory, cycles: CycleTable, binder: Binder,
-                 api: PodWriter, placed: PlacedPods) -> None:
+                 api: PodWriter, placed: PlacedPods, *,
+                 announce: Announce | None = None) -> None:
         self._inventory = inventory
         self._cycles = cycles
         self._binder = binder
         self._api = api
         self._placed = placed
+        self._announce = announce
         self._lock = threading.Lock()
 
     def __call__(self, key: PodKey, node: str) -> BindOutcome:
@@ -104,6 +112,8 @@ class Bind:
             self._placed.placed(key.uid, pod.request, pod.cpu_milli, pod.memory_mib)
         if decision.backing is _Backing.ALREADY_BOUND:
             return BindOutcome(Decision.ALREADY_BOUND)
+        if self._announce is not None:
+            self._announce(cycle, key, node, decision.assignment)
         return BindOutcome(Decision.BOUND)
 
     def _decide(self, key: PodKey, node: str, cycle: PodCycle) -> _Decision:

@@ -24,7 +24,7 @@ import numpy.typing as npt
 from extender.core.assign import NoFitError
 from extender.core.fit import FitResult
 from extender.core.request import PlacementRequest
-from extender.core.scoring.base import ScoreResult, Strategy
+from extender.core.scoring.base import Explainer, NodeTerms, ScoreResult, Strategy
 from extender.errors import CapacityError, UnknownNodeError
 from extender.inventory.snapshot import ClusterSnapshot
 from extender.inventory.store import Inventory
@@ -58,6 +58,14 @@ class Scorer:
               fit: FitResult) -> ScoreResult:
         with self._lock:
             return self.strategy.score(snapshot, placement, fit)
+
+    def explain(self, snapshot: ClusterSnapshot, placement: PlacementRequest, fit: FitResult,
+                rows: npt.NDArray[np.int64]) -> list[NodeTerms] | None:
+        """The strategy's terms on ``rows`` (``Explainer``), ``None`` if it has none."""
+        if not isinstance(self.strategy, Explainer):
+            return None
+        with self._lock:
+            return self.strategy.explain(snapshot, placement, fit, rows)
 
     def scores_of(self, evaluation: Evaluation, placement: PlacementRequest
                   ) -> tuple[ScoreResult, npt.NDArray[np.float64]]:
@@ -100,7 +108,7 @@ class Prioritize:
             self._inventory.snapshot(), pod.placement, names,
             cycle=cycle if pod.key.uid else None, nodes=nodes)
         result, scores = self._scorer.scores_of(evaluation, pod.placement)
-        cycle.scores = result
+        cycle.scores, cycle.scored_on = result, (evaluation.snapshot, evaluation.fit)
         self._hold_best(cycle, evaluation, result)
         return PrioritizeOutcome(Decision.SCORED, cycle, scores)
 
