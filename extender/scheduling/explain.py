@@ -19,12 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from extender.core.fit import FitResult
+from extender.core.fit import FitResult, fit
 from extender.core.request import PlacementRequest
 from extender.core.scoring.base import NodeTerms, ScoreResult, Term, deciding_term
 from extender.inventory.snapshot import ClusterSnapshot
 from extender.model import Assignment, PodKey
 from extender.scheduling.cycle import PodCycle
+from extender.scheduling.prioritize import Scorer
 
 _log = logging.getLogger(__name__)
 
@@ -69,7 +70,8 @@ class PlacementBreakdown:
     def reason(self) -> str:
         """Why the chosen node, in a few words ("cheapest fitting type")."""
         if self.runner_up is None:
-            return "the only node that fits"
+            return "the only node that fits" if self.candidates <= 1 else \
+                "no other node was scored"
         decided = self.decided_by
         if decided is not None:
             phrase = decided.decides or f"better {decided.name}"
@@ -123,9 +125,11 @@ def _term_json(term: Term) -> dict[str, Any]:
 
 def breakdown(strategy: str, explain_rows: ExplainRows, node: str, *,
               snapshot: ClusterSnapshot, request: PlacementRequest, fit: FitResult,
-              result: ScoreResult) -> PlacementBreakdown | None:
+              result: ScoreResult, candidates: int | None = None
+              ) -> PlacementBreakdown | None:
     """The breakdown of ``node`` against the best-scored other fitting node, on the
-    ``snapshot`` and ``result`` prioritize scored; ``None`` if ``node`` was not among them."""
+    ``snapshot`` and ``result`` prioritize scored; ``None`` if ``node`` was not among them.
+    ``candidates``: the nodes that fit, if more than ``result`` scored."""
     row = snapshot.node_index.get(node)
     if row is None:
         return None
@@ -142,7 +146,8 @@ def breakdown(strategy: str, explain_rows: ExplainRows, node: str, *,
                            terms[i] if terms is not None else None)
              for i, (p, r) in enumerate(zip(picked, rows.tolist(), strict=True))]
     return PlacementBreakdown(strategy, snapshot.generation, parts[0],
-                              parts[1] if len(parts) > 1 else None, len(result.rows))
+                              parts[1] if len(parts) > 1 else None,
+                              max(len(result.rows), candidates or 0))
 
 
 def assignment_json(assignment: Assignment) -> dict[str, Any]:
@@ -203,18 +208,18 @@ class Announcer:
     prioritize scored), kept for explain, as a Normal event on the pod and one log line.
     Never raises: the pod is bound already."""
 
-    def __init__(self, strategy: str, explain_rows: ExplainRows, records: PlacementRecords,
+    def __init__(self, scorer: Scorer, records: PlacementRecords,
                  notify: Callable[[PodKey, str, str], None]) -> None:
-        self._strategy = strategy
-        self._explain_rows = explain_rows
+        self._scorer = scorer
+        self._strategy = type(scorer.strategy).NAME
         self.records = records
         self._notify = notify
 
     def __call__(self, cycle: PodCycle, key: PodKey, node: str,
-                 assignment: Assignment | None) -> None:
+                 assignment: Assignment | None, chosen_on: ClusterSnapshot | None) -> None:
         explained = None
         try:
-            explained = self._breakdown(cycle, node)
+            explained = self._breakdown(cycle, node, chosen_on)
         except Exception:  # an explanation must never cost a placement
             _log.exception("could not explain placement", extra={"fields": {
                 "pod": str(key), "node": node}})
@@ -238,10 +243,23 @@ class Announcer:
                     fields[field] = round(term.value, 6)
         _log.info("pod placed", extra={"fields": fields})
 
-    def _breakdown(self, cycle: PodCycle, node: str) -> PlacementBreakdown | None:
+    def _breakdown(self, cycle: PodCycle, node: str, chosen_on: ClusterSnapshot | None
+                   ) -> PlacementBreakdown | None:
         placement, scored, result = cycle.pod.placement, cycle.scored_on, cycle.scores
-        if placement is None or scored is None or result is None:
+        if placement is None:
+            return None
+        if scored is not None and result is not None:
+            snapshot, fitted = scored
+            return breakdown(self._strategy, self._scorer.explain, node, snapshot=snapshot,
+                             request=placement, fit=fitted, result=result)
+        if chosen_on is None or node not in chosen_on.node_index:
             return None  # bound without a prioritize of this cycle (a restart, a retry)
-        snapshot, fit = scored
-        return breakdown(self._strategy, self._explain_rows, node, snapshot=snapshot,
-                         request=placement, fit=fit, result=result)
+        # kube-scheduler skips prioritize when one node passes filter: score that one
+        # node on the snapshot the bind chose its GPUs on
+        one = fit(chosen_on, placement, np.array([chosen_on.node_index[node]], np.int64))
+        memo = cycle.fit
+        candidates = int(memo.result.fits.sum()) if memo is not None else None
+        return breakdown(self._strategy, self._scorer.explain, node, snapshot=chosen_on,
+                         request=placement, fit=one,
+                         result=self._scorer.score(chosen_on, placement, one),
+                         candidates=candidates)

@@ -79,8 +79,7 @@ class Scheduler:
         self.scorer = Scorer(platform.strategy(workload=workload))
         self.placed = PlacedPods(workload)
         binder = Binder(api)
-        self.announcer = Announcer(type(self.scorer.strategy).NAME, self.scorer.explain,
-                                   PlacementRecords(), binder.notify)
+        self.announcer = Announcer(self.scorer, PlacementRecords(), binder.notify)
         expiry = Expiry(inventory, events, clock)
         self.filter = Filter(inventory, self.cycles, self.evaluator, expiry, events)
         self.prioritize = Prioritize(inventory, self.cycles, self.evaluator, expiry,
