@@ -12,7 +12,14 @@ from typing import Any
 import pytest
 
 from localcluster import LocalCluster
-from tests.e2e.gpu_helpers import NAMESPACE, create_pods, gpu_cluster, gpu_pod, wait_bound
+from tests.e2e.gpu_helpers import (
+    NAMESPACE,
+    create_pods,
+    gpu_cluster,
+    gpu_pod,
+    make_priced_fleet,
+    wait_bound,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -36,12 +43,7 @@ def explain(cluster: LocalCluster, name: str) -> dict[str, Any]:
 def test_a_bound_pod_gets_a_normal_event_with_its_gpus_and_type(
         controlplane_binaries: object) -> None:
     with gpu_cluster() as cluster:
-        cluster.create_node("t4-0", {"nvidia.com/gpu": 2},
-                            labels={"nvidia.com/gpu.product": "Tesla-T4"})
-        cluster.create_node("l4-0", {"nvidia.com/gpu": 2},
-                            labels={"nvidia.com/gpu.product": "NVIDIA-L4"})
-        cluster.create_node("a100-0", {"nvidia.com/gpu": 8},
-                            labels={"cloud.google.com/gke-accelerator": "nvidia-a100-80gb"})
+        make_priced_fleet(cluster)
         # An untyped pod on an idle fleet: equal fragmentation on T4 and L4, both idle, so
         # the price decides (idlePrice): the T4.
         create_pods(cluster, [gpu_pod("cheap", {"nvidia.com/gpu": 1})])
