@@ -219,7 +219,7 @@ class Announcer:
                  assignment: Assignment | None, chosen_on: ClusterSnapshot | None) -> None:
         explained = None
         try:
-            explained = self._breakdown(cycle, node, chosen_on)
+            explained = self.breakdown_of(cycle, node, chosen_on)
         except Exception:  # an explanation must never cost a placement
             _log.exception("could not explain placement", extra={"fields": {
                 "pod": str(key), "node": node}})
@@ -243,8 +243,10 @@ class Announcer:
                     fields[field] = round(term.value, 6)
         _log.info("pod placed", extra={"fields": fields})
 
-    def _breakdown(self, cycle: PodCycle, node: str, chosen_on: ClusterSnapshot | None
-                   ) -> PlacementBreakdown | None:
+    def breakdown_of(self, cycle: PodCycle, node: str, chosen_on: ClusterSnapshot | None
+                     ) -> PlacementBreakdown | None:
+        """The breakdown of ``node`` for ``cycle`` (``chosen_on``: the snapshot a fresh
+        choice at bind was made on), ``None`` where nothing was scored to compare."""
         placement, scored, result = cycle.pod.placement, cycle.scored_on, cycle.scores
         if placement is None:
             return None
