@@ -11,6 +11,7 @@ import orjson
 import pytest
 from flask.testing import FlaskClient
 
+from extender.apiserver.errors import KubeError
 from extender.server.service import ExtenderService
 from tests.server.conftest import post
 
@@ -104,3 +105,21 @@ def test_a_pending_pod_groups_its_reasons_by_node_class(client: FlaskClient,
         members = [n for n in report["nodes"] if n["node"] in group["examples"]]
         assert {n["verdict"] for n in members} == {group["verdict"]}
     print(orjson.dumps(groups, option=orjson.OPT_INDENT_2).decode())
+
+
+def test_a_failed_event_write_is_logged_and_never_fails_the_bind(
+        client: FlaskClient, offline_service: ExtenderService,
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    assert offline_service.offline is not None
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise KubeError("events is forbidden", status=403)
+
+    monkeypatch.setattr(offline_service.offline, "record_event", refuse)
+    with caplog.at_level(logging.INFO):
+        node = schedule(client, offline_service, untyped_pod("train-2", UID, 1))  # bound
+    assert offline_service.offline.get_pod("ml", "train-2")["spec"]["nodeName"] == node
+    failed = [r for r in caplog.records if r.getMessage() == "could not record event"]
+    assert len(failed) == 1 and failed[0].levelno == logging.WARNING
+    assert "forbidden" in failed[0].fields["error"]  # type: ignore[attr-defined]
+    assert any(r.getMessage() == "pod placed" for r in caplog.records)
