@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from extender.core.fit import FitResult, fit
 from extender.core.request import PlacementRequest
@@ -31,8 +32,8 @@ _log = logging.getLogger(__name__)
 
 EVENT_REASON = "GpuAssigned"
 
-ExplainRows = Callable[[ClusterSnapshot, PlacementRequest, FitResult, "np.ndarray[Any, Any]"],
-                       "list[NodeTerms] | None"]
+ExplainRows = Callable[[ClusterSnapshot, PlacementRequest, FitResult, npt.NDArray[np.int64]],
+                       list[NodeTerms] | None]
 """The strategy's ``explain`` behind the scorer's lock; ``None``: the strategy has none."""
 
 
@@ -124,7 +125,7 @@ def _term_json(term: Term) -> dict[str, Any]:
 
 
 def breakdown(strategy: str, explain_rows: ExplainRows, node: str, *,
-              snapshot: ClusterSnapshot, request: PlacementRequest, fit: FitResult,
+              snapshot: ClusterSnapshot, request: PlacementRequest, fitted: FitResult,
               result: ScoreResult, candidates: int | None = None
               ) -> PlacementBreakdown | None:
     """The breakdown of ``node`` against the best-scored other fitting node, on the
@@ -141,7 +142,7 @@ def breakdown(strategy: str, explain_rows: ExplainRows, node: str, *,
     runner = int(others[np.argmax(result.scores[others])]) if len(others) else None
     picked = [at] if runner is None else [at, runner]
     rows = result.rows[picked]
-    terms = explain_rows(snapshot, request, fit, rows)
+    terms = explain_rows(snapshot, request, fitted, rows)
     parts = [NodeBreakdown(snapshot.node_names[int(r)], float(result.scores[p]),
                            terms[i] if terms is not None else None)
              for i, (p, r) in enumerate(zip(picked, rows.tolist(), strict=True))]
@@ -253,7 +254,7 @@ class Announcer:
         if scored is not None and result is not None:
             snapshot, fitted = scored
             return breakdown(self._strategy, self._scorer.explain, node, snapshot=snapshot,
-                             request=placement, fit=fitted, result=result)
+                             request=placement, fitted=fitted, result=result)
         if chosen_on is None or node not in chosen_on.node_index:
             return None  # bound without a prioritize of this cycle (a restart, a retry)
         # kube-scheduler skips prioritize when one node passes filter: score that one
@@ -262,6 +263,6 @@ class Announcer:
         memo = cycle.fit
         candidates = int(memo.result.fits.sum()) if memo is not None else None
         return breakdown(self._strategy, self._scorer.explain, node, snapshot=chosen_on,
-                         request=placement, fit=one,
+                         request=placement, fitted=one,
                          result=self._scorer.score(chosen_on, placement, one),
                          candidates=candidates)

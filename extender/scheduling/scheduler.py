@@ -113,14 +113,18 @@ class Scheduler:
                            self.scorer.score(snapshot, placement, evaluation.fit))
 
     def _bound(self, cycle: PodCycle, pod_object: Mapping[str, Any]) -> BoundPlacement | None:
-        uid = cycle.pod.key.uid
-        holding = self.inventory.holding(uid) if uid else None
-        recorded = self.announcer.records.get(uid) if uid else None
-        if holding is not None and holding.state is not HoldingState.ASSUMED:
-            return BoundPlacement(holding.node, holding.assignment, "inventory", recorded)
+        """The pod object says it is bound (``spec.nodeName``; a pod posted without it is
+        judged as new, as the shadow judges pods another scheduler bound); its GPUs come
+        from the inventory's holding, else from its annotation."""
         node = objects.node_name(pod_object)
         if not node:
             return None
+        uid = cycle.pod.key.uid
+        holding = self.inventory.holding(uid) if uid else None
+        recorded = self.announcer.records.get(uid) if uid else None
+        if holding is not None and holding.node == node and \
+                holding.state is not HoldingState.ASSUMED:
+            return BoundPlacement(node, holding.assignment, "inventory", recorded)
         text = objects.annotations(pod_object).get(ANNOTATION_ASSIGNED)
         if isinstance(text, str):
             try:

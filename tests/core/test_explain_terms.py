@@ -32,9 +32,9 @@ TWO_SHAPES = {Shape(gpus=1, milli=600): 0.5, Shape(gpus=1, milli=300): 0.5}
 T4, L4 = (float(catalog().price[next(iter(catalog().resolve(n)))]) for n in ("t4", "l4"))
 
 
-def terms_of(strategy_name: str, shapes: dict[Shape, float], req: GpuRequest,
-             nodes: tuple[str, ...]) -> dict[str, dict[str, tuple[float, int | None]]]:
-    """node -> term name -> (value, key) of ``strategy_name`` explaining ``nodes``."""
+def explain(strategy_name: str, shapes: dict[Shape, float], req: GpuRequest,
+            nodes: tuple[str, ...]) -> list[NodeTerms]:
+    """``strategy_name``'s terms of ``nodes``, in that order."""
     inv = inventory(node("used", "t4", 2), node("idle", "t4", 2), node("l4", "l4", 2))
     place(inv, request("fraction", milli=500), "used")  # GPU 0 of "used": x = (500, 1000)
     snap = inv.snapshot()
@@ -45,13 +45,7 @@ def terms_of(strategy_name: str, shapes: dict[Shape, float], req: GpuRequest,
     preq = placement(req, "platform")
     result = fit(snap, preq, snap.valid_rows())
     rows = np.array([snap.node_index[n] for n in nodes], dtype=np.int64)
-    explained = strategy.explain(snap, preq, result, rows)
-    TERMS[strategy_name, nodes] = explained
-    return {n: {t.name: (round(t.value, 6), t.key) for t in terms}
-            for n, terms in zip(nodes, explained, strict=True)}
-
-
-TERMS: dict[tuple[str, tuple[str, ...]], list[NodeTerms]] = {}
+    return strategy.explain(snap, preq, result, rows)
 
 
 @dataclass(frozen=True)
@@ -116,20 +110,22 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES)
 def test_explanation_terms(case: Case) -> None:
-    got = terms_of(case.strategy, case.shapes, case.request, case.nodes)
+    explained = explain(case.strategy, case.shapes, case.request, case.nodes)
+    got = {n: {t.name: (round(t.value, 6), t.key) for t in terms}
+           for n, terms in zip(case.nodes, explained, strict=True)}
     for name, expected in case.expected.items():
         for term, (value, key) in expected.items():
             assert got[name][term][0] == pytest.approx(value, abs=1e-6), (name, term)
             assert got[name][term][1] == key, (name, term)
-    first, second = TERMS[case.strategy, case.nodes]
+    first, second = explained
     decided = deciding_term(first, second)
     assert decided is not None and decided.name == case.decided_by
     assert deciding_term(first, first) is None  # equal keys: a tie
 
 
 def test_fragmentation_terms_say_before_and_after() -> None:
-    terms_of("cost-fragmentation", TWO_SHAPES, request("fraction", milli=300), ("used",))
-    (used,) = TERMS["cost-fragmentation", ("used",)]
+    (used,) = explain("cost-fragmentation", TWO_SHAPES, request("fraction", milli=300),
+                      ("used",))
     frag = next(t for t in used if t.name == "fragmentation")
     # F before 250 thousandths = 0.25 GPU, after 200 = 0.2 GPU
     assert (frag.before, frag.after) == (pytest.approx(0.25), pytest.approx(0.2))

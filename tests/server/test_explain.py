@@ -66,6 +66,10 @@ def test_a_bound_pod_shows_its_assignment_and_the_runner_up(
     assert breakdown["decidedBy"] in chosen and breakdown["reason"]
     # bound: not judged again as if it were new
     assert report["nodes"] == [] and report["reasons"] == []
+    # ... unless posted without spec.nodeName (what the shadow asks: "where would it go?")
+    posted = client.post("/debug/explain", data=orjson.dumps(
+        untyped_pod("train-1", UID, 1))).get_json()
+    assert posted["status"] == "pending" and posted["summary"]["fits"] >= 1
     # the Normal event, from the same terms
     assert offline_service.offline is not None
     events = [e for e in offline_service.offline.events if e["pod"] == "ml/train-1"]
