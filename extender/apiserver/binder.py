@@ -26,9 +26,9 @@ def assignment_annotations(assignment: Assignment) -> dict[str, str]:
 
 
 class Binder:
-    def __init__(self, api: PodWriter, *, warn_with_events: bool = True) -> None:
+    def __init__(self, api: PodWriter, *, record_events: bool = True) -> None:
         self._api = api
-        self._warn_with_events = warn_with_events
+        self._record_events = record_events
 
     def bind(self, pod: PodKey, node: str, assignment: Assignment | None) -> None:
         """Bind, with the assignment's annotations when the pod holds GPUs; raises
@@ -55,10 +55,18 @@ class Binder:
     def warn(self, pod: PodKey, reason: str, message: str) -> None:
         """Best effort: a Warning event on the pod (``kubectl describe`` shows why a bind
         failed); never raises."""
-        if not self._warn_with_events:
+        self._event(pod, reason, message, "Warning")
+
+    def notify(self, pod: PodKey, reason: str, message: str) -> None:
+        """Best effort: a Normal event on the pod (where its GPUs are, and why), written
+        after the Binding; never raises, so a failed event never fails the bind."""
+        self._event(pod, reason, message, "Normal")
+
+    def _event(self, pod: PodKey, reason: str, message: str, event_type: str) -> None:
+        if not self._record_events:
             return
         try:
-            self._api.record_event(pod, reason=reason, message=message, event_type="Warning")
+            self._api.record_event(pod, reason=reason, message=message, event_type=event_type)
         except KubeError as exc:
-            _log.debug("could not record event", extra={"fields": {"pod": str(pod),
-                                                                     "error": str(exc)}})
+            _log.warning("could not record event", extra={"fields": {
+                "pod": str(pod), "reason": reason, "error": str(exc)}})

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
@@ -24,6 +25,7 @@ from extender.apiserver.client import PodWriter
 from extender.apiserver.errors import KubeError
 from extender.core.assign import NoFitError, assign
 from extender.errors import CapacityError, ExtenderError, UnknownNodeError
+from extender.inventory.snapshot import ClusterSnapshot
 from extender.inventory.store import HoldingState, Inventory
 from extender.model import Assignment, PodKey
 from extender.scheduling.cycle import CycleTable, PodCycle
@@ -61,16 +63,27 @@ class _Backing(Enum):
 class _Decision:
     assignment: Assignment | None
     backing: _Backing
+    chosen_on: ClusterSnapshot | None = None
+    """The snapshot a fresh choice was made on (before its own hold)."""
+
+
+Announce = Callable[[PodCycle, PodKey, str, "Assignment | None", "ClusterSnapshot | None"],
+                   None]
+"""Told of every new placement after its Binding (the Normal event and the log line), with
+the snapshot a fresh choice was made on (``None``: the GPUs prioritize held); must not
+raise."""
 
 
 class Bind:
     def __init__(self, inventory: Inventory, cycles: CycleTable, binder: Binder,
-                 api: PodWriter, placed: PlacedPods) -> None:
+                 api: PodWriter, placed: PlacedPods, *,
+                 announce: Announce | None = None) -> None:
         self._inventory = inventory
         self._cycles = cycles
         self._binder = binder
         self._api = api
         self._placed = placed
+        self._announce = announce
         self._lock = threading.Lock()
 
     def __call__(self, key: PodKey, node: str) -> BindOutcome:
@@ -104,6 +117,8 @@ class Bind:
             self._placed.placed(key.uid, pod.request, pod.cpu_milli, pod.memory_mib)
         if decision.backing is _Backing.ALREADY_BOUND:
             return BindOutcome(Decision.ALREADY_BOUND)
+        if self._announce is not None:
+            self._announce(cycle, key, node, decision.assignment, decision.chosen_on)
         return BindOutcome(Decision.BOUND)
 
     def _decide(self, key: PodKey, node: str, cycle: PodCycle) -> _Decision:
@@ -140,7 +155,7 @@ class Bind:
                 self._inventory.assume(key, assignment, cpu_milli=pod.cpu_milli,
                                        memory_mib=pod.memory_mib, ttl=None)
                 cycle.held = assignment
-                return _Decision(assignment, _Backing.OUR_HOLD)
+                return _Decision(assignment, _Backing.OUR_HOLD, snapshot)
             except (NoFitError, CapacityError, UnknownNodeError) as exc:
                 if attempt == 1 or isinstance(exc, NoFitError):
                     raise _RefusedError(f"no longer fits on {node}: {exc}",

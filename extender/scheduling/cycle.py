@@ -10,6 +10,8 @@ field         written by   valid while
 ``pod``       first call   the pod's (UID, resourceVersion): a new version starts a new cycle
 ``fit``       filter       the inventory generation it was computed at (``FitMemo``)
 ``scores``    prioritize   the same generation as ``fit``
+``scored_on`` prioritize   with ``scores``: the snapshot and fit they scored (the bind's
+                           explanation of the chosen node)
 ``held``      prioritize,  a record of what the cycle assumed last; cleared when the cycle
               bind         forgets it (a new filter, bind choosing another node), not on TTL
 ============  ===========  ================================================================
@@ -34,6 +36,7 @@ import numpy.typing as npt
 
 from extender.core.fit import FitResult
 from extender.core.scoring.base import ScoreResult
+from extender.inventory.snapshot import ClusterSnapshot
 from extender.model import Assignment, NodeInfo
 from extender.platform import Platform
 from extender.scheduling.pods import DecodedPod, decode_pod, pod_key, resource_version, retyped
@@ -75,6 +78,7 @@ class PodCycle:
     pod: DecodedPod
     fit: FitMemo | None = None
     scores: ScoreResult | None = None
+    scored_on: tuple[ClusterSnapshot, FitResult] | None = None
     held: Assignment | None = None
 
 
@@ -133,7 +137,7 @@ class CycleTable:
             return cycle
         pod = retyped(self._platform, cycle.pod, self._nodes())
         if pod is not cycle.pod:
-            cycle.pod, cycle.fit, cycle.scores = pod, None, None
+            cycle.pod, cycle.fit, cycle.scores, cycle.scored_on = pod, None, None, None
         return cycle
 
     def get(self, uid: str) -> PodCycle | None:
@@ -145,6 +149,7 @@ class CycleTable:
         drops its fit and scores."""
         cycle.fit = memo
         cycle.scores = None
+        cycle.scored_on = None
         with self._lock:
             self._heavy[id(cycle)] = cycle
             self._heavy.move_to_end(id(cycle))
@@ -152,6 +157,7 @@ class CycleTable:
                 _, old = self._heavy.popitem(last=False)
                 old.fit = None
                 old.scores = None
+                old.scored_on = None
 
 
 class HoldEvents(Protocol):

@@ -24,7 +24,7 @@ import numpy.typing as npt
 from extender.core.assign import NoFitError
 from extender.core.fit import FitResult
 from extender.core.request import PlacementRequest
-from extender.core.scoring.base import ScoreResult, Strategy
+from extender.core.scoring.base import Explainer, NodeTerms, ScoreResult, Strategy
 from extender.errors import CapacityError, UnknownNodeError
 from extender.inventory.snapshot import ClusterSnapshot
 from extender.inventory.store import Inventory
@@ -86,6 +86,20 @@ class Scorer:
                     self._on_failure()
                 return fallback_scores(fit)
 
+    def explain(self, snapshot: ClusterSnapshot, placement: PlacementRequest, fit: FitResult,
+                rows: npt.NDArray[np.int64]) -> list[NodeTerms] | None:
+        """The strategy's terms on ``rows`` (``Explainer``), ``None`` if it has none or it
+        fails (an explanation is never worth a failed bind: logged, and left out)."""
+        if not isinstance(self.strategy, Explainer):
+            return None
+        with self._lock:
+            try:
+                return self.strategy.explain(snapshot, placement, fit, rows)
+            except Exception:  # a strategy bug must not cost the bind its answer
+                _log.exception("strategy explanation failed", extra={
+                    "fields": {"strategy": type(self.strategy).__name__}})
+                return None
+
     def scores_of(self, evaluation: Evaluation, placement: PlacementRequest, *, pod: str = ""
                   ) -> tuple[ScoreResult, npt.NDArray[np.float64]]:
         """The strategy's result on the known nodes, and a score per name (0: no fit;
@@ -127,7 +141,7 @@ class Prioritize:
             self._inventory.snapshot(), pod.placement, names,
             cycle=cycle if pod.key.uid else None, nodes=nodes)
         result, scores = self._scorer.scores_of(evaluation, pod.placement, pod=str(pod.key))
-        cycle.scores = result
+        cycle.scores, cycle.scored_on = result, (evaluation.snapshot, evaluation.fit)
         self._hold_best(cycle, evaluation, result)
         return PrioritizeOutcome(Decision.SCORED, cycle, scores)
 

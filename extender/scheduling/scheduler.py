@@ -25,27 +25,45 @@ from extender.apiserver.client import PodWriter
 from extender.core.scoring.base import ScoreResult
 from extender.core.workload import WorkloadMix
 from extender.inventory.snapshot import ClusterSnapshot
-from extender.inventory.store import Inventory
-from extender.model import PodInfo
+from extender.inventory.store import HoldingState, Inventory
+from extender.kube import objects
+from extender.kube.annotations import decode_assignment
+from extender.model import ANNOTATION_ASSIGNED, Assignment, PodInfo
 from extender.platform import Platform
 from extender.scheduling.bind import Bind
 from extender.scheduling.cycle import CycleTable, HoldEvents, PodCycle
 from extender.scheduling.evaluate import Evaluation, Evaluator
 from extender.scheduling.expiry import Expiry
+from extender.scheduling.explain import Announcer, PlacementBreakdown, PlacementRecords
 from extender.scheduling.filter import Filter
 from extender.scheduling.mix import PlacedPods
 from extender.scheduling.prioritize import Prioritize, Scorer
 
 
 @dataclass(frozen=True, eq=False)
+class BoundPlacement:
+    """Where a bound pod is: its assignment (``None``: it holds no GPU) and, if this process
+    bound it, the breakdown recorded at bind."""
+
+    node: str
+    assignment: Assignment | None
+    source: str
+    """``inventory`` (the holding), ``annotation`` (the pod's assigned annotation) or
+    ``spec.nodeName`` (neither: a pod without GPUs, or bound by another scheduler)."""
+    breakdown: PlacementBreakdown | None
+
+
+@dataclass(frozen=True, eq=False)
 class Explanation:
-    """Everything ``explain`` shows, computed without a trace (no cycle kept, no hold)."""
+    """Everything ``explain`` shows, computed without a trace (no cycle kept, no hold). A
+    bound pod is not judged again (``bound``); a pending one is, on ``names``."""
 
     cycle: PodCycle
     snapshot: ClusterSnapshot
     names: Sequence[str]
     evaluation: Evaluation | None
     result: ScoreResult | None
+    bound: BoundPlacement | None = None
 
 
 class Scheduler:
@@ -61,12 +79,15 @@ class Scheduler:
         self.scorer = Scorer(platform.strategy(workload=workload),
                              on_failure=events.strategy_failure)
         self.placed = PlacedPods(workload)
+        binder = Binder(api)
+        self.announcer = Announcer(self.scorer, PlacementRecords(), binder.notify)
         expiry = Expiry(inventory, events, clock)
         self.filter = Filter(inventory, self.cycles, self.evaluator, expiry, events)
         self.prioritize = Prioritize(inventory, self.cycles, self.evaluator, expiry,
                                      self.scorer, events=events,
                                      reservation_ttl=reservation_ttl)
-        self.bind = Bind(inventory, self.cycles, Binder(api), api, self.placed)
+        self.bind = Bind(inventory, self.cycles, binder, api, self.placed,
+                         announce=self.announcer)
 
     def observed_placed(self, info: PodInfo) -> None:
         """The sync path saw ``info`` bound (``InventoryApplier.on_placed``)."""
@@ -75,9 +96,13 @@ class Scheduler:
 
     def explain(self, pod_object: Mapping[str, Any],
                 names: Sequence[str] | None = None) -> Explanation:
-        """Judge and score the pod on ``names`` (every node by default), leaving no trace."""
+        """Judge and score the pod on ``names`` (every node by default), leaving no trace;
+        a bound pod: where it is, and why (if this process bound it)."""
         cycle = self.cycles.detached(pod_object)
         snapshot = self.inventory.snapshot()
+        bound = self._bound(cycle, pod_object)
+        if bound is not None:
+            return Explanation(cycle, snapshot, [], None, None, bound)
         if names is None:
             names = [n for n, ok in zip(snapshot.node_names, snapshot.node_valid.tolist(),
                                         strict=True) if ok]
@@ -87,3 +112,24 @@ class Scheduler:
         evaluation = self.evaluator.evaluate(snapshot, placement, names)
         return Explanation(cycle, snapshot, names, evaluation,
                            self.scorer.score(snapshot, placement, evaluation.fit))
+
+    def _bound(self, cycle: PodCycle, pod_object: Mapping[str, Any]) -> BoundPlacement | None:
+        """The pod object says it is bound (``spec.nodeName``; a pod posted without it is
+        judged as new, as the shadow judges pods another scheduler bound); its GPUs come
+        from the inventory's holding, else from its annotation."""
+        node = objects.node_name(pod_object)
+        if not node:
+            return None
+        uid = cycle.pod.key.uid
+        holding = self.inventory.holding(uid) if uid else None
+        recorded = self.announcer.records.get(uid) if uid else None
+        if holding is not None and holding.node == node and \
+                holding.state is not HoldingState.ASSUMED:
+            return BoundPlacement(node, holding.assignment, "inventory", recorded)
+        text = objects.annotations(pod_object).get(ANNOTATION_ASSIGNED)
+        if isinstance(text, str):
+            try:
+                return BoundPlacement(node, decode_assignment(text), "annotation", recorded)
+            except ValueError:
+                pass  # the inventory reports undecodable annotations; show the node
+        return BoundPlacement(node, None, "spec.nodeName", recorded)

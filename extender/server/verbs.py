@@ -29,6 +29,7 @@ from extender.server.answers import (
     encode_filter_names,
     encode_priorities,
 )
+from extender.server.explain_report import bound_report, reason_groups
 from extender.server.failures import ReasonMessages, group_failures
 from extender.server.metrics import ExtenderMetrics
 from extender.server.wire import (
@@ -95,7 +96,9 @@ class SchedulingVerbs:
 
     def explain(self, pod_object: Mapping[str, Any], names: list[str] | None = None
                 ) -> dict[str, Any]:
-        """Why the pod fits or not on each node (all nodes by default), with scores."""
+        """A pending pod: why it fits or not on each node (all nodes by default), with
+        scores, and the reasons grouped by node class; a bound pod: its placement and the
+        breakdown of the chosen node against the runner-up."""
         explanation = self.scheduler.explain(pod_object, names)
         pod = explanation.cycle.pod
         names = list(explanation.names)
@@ -107,7 +110,13 @@ class SchedulingVerbs:
                            else pod.request.type_source if pod.request else None),
             "error": pod.error, "synced": self.scheduler.inventory.has_synced(),
             "generation": explanation.snapshot.generation,
+            "status": "pending", "placement": None, "reasons": [],
         }
+        if explanation.bound is not None:
+            # bound: where it is and why, not a re-score as if it were new
+            report |= {"status": "bound", "placement": bound_report(explanation.bound),
+                       "summary": {}, "nodes": []}
+            return report
         evaluation, result = explanation.evaluation, explanation.result
         if evaluation is None or result is None:
             report["nodes"] = []
@@ -124,6 +133,8 @@ class SchedulingVerbs:
                   "score": score if score >= 0 else None}
                  for name, verdict, message, score in rows]
         report["summary"] = {v: verdicts.count(v) for v in _VERDICT_ORDER}
+        report["reasons"] = reason_groups(explanation.snapshot, names, verdicts,
+                                          evaluation.code, messages)
         report["nodes"] = nodes
         return report
 

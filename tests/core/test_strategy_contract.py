@@ -8,7 +8,9 @@ untyped, MIG, time slicing, holes; see ``tests/core/helpers.py``):
 - a choice (GPU slot >= 0) is always a GPU with a unit for the pod;
 - two instances built with the same seed give the same answer;
 - the answer does not depend on the order of the candidate rows (per row);
-- scoring does not write to the snapshot.
+- scoring does not write to the snapshot;
+- a strategy that explains itself (``Explainer``) gives one set of terms per row, the same
+  for a row asked alone, and its key terms rank the rows as its scores do.
 
 A new strategy is covered the moment it is registered.
 """
@@ -27,6 +29,7 @@ from extender.core.fit import FitResult, fit
 from extender.core.scoring.base import (
     MAX_SCORE,
     PLACEMENTS,
+    Explainer,
     PlacementObserver,
     ScoreResult,
     Strategy,
@@ -129,3 +132,31 @@ def test_every_strategy_declares_its_name_weights_and_needs() -> None:
                 assert weight.default in (0.0, 1.0), (name, key)
         assert {PLACEMENTS} >= cls.NEEDS, name
         assert (PLACEMENTS in cls.NEEDS) == hasattr(cls, "placed"), name
+
+
+EXPLAINERS = [name for name in strategy_names() if hasattr(REGISTRY[name], "explain")]
+
+
+@pytest.mark.parametrize("seed", SEEDS[:2])
+@pytest.mark.parametrize("name", EXPLAINERS)
+def test_key_terms_rank_the_rows_as_the_scores_do(name: str, seed: int) -> None:
+    strategy = build(name, seed)
+    assert isinstance(strategy, Explainer)
+    checked = 0
+    for snap, fitted, preq in cases(seed):
+        out = strategy.score(snap, preq, fitted)  # type: ignore[arg-type]
+        if len(out.rows) == 0:
+            continue
+        explained = strategy.explain(snap, preq, fitted, out.rows)  # type: ignore[arg-type]
+        assert len(explained) == len(out.rows)
+        keys = [tuple(t.key for t in terms if t.key is not None) for terms in explained]
+        order = sorted(range(len(keys)), key=keys.__getitem__)
+        ranked = out.scores[order]
+        # a smaller key never scores less (equal keys score equal)
+        assert np.all(np.diff(ranked) <= 1e-9), (name, keys, out.scores.tolist())
+        best = int(np.argmax(out.scores))
+        assert keys[best] == min(keys)
+        alone = strategy.explain(snap, preq, fitted, out.rows[[best]])  # type: ignore[arg-type]
+        assert alone[0] == explained[best]
+        checked += len(keys)
+    assert checked > 0

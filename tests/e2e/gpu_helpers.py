@@ -139,3 +139,16 @@ def over_commitments(assignments: Mapping[str, Assignment],
         if held > gpu_memory[key[0]]:
             problems.append(f"{key}: {held} MiB held > {gpu_memory[key[0]]} MiB")
     return problems
+
+
+def make_priced_fleet(cluster: LocalCluster) -> None:
+    """t4 (0.53 $/h) < l4 (0.80) < a100 (protected) < h100 (protected), two GPUs per cheap
+    node."""
+    cluster.create_node("t4-0", {"nvidia.com/gpu": 2},
+                        labels={"nvidia.com/gpu.product": "Tesla-T4"})
+    cluster.create_node("l4-0", {"nvidia.com/gpu": 2},
+                        labels={"nvidia.com/gpu.product": "NVIDIA-L4"})
+    cluster.create_node("a100-0", {"nvidia.com/gpu": 8},
+                        labels={"cloud.google.com/gke-accelerator": "nvidia-a100-80gb"})
+    cluster.create_node("h100-0", {"nvidia.com/gpu": 8},
+                        labels={"cloud.google.com/gke-accelerator": "nvidia-h100-80gb"})

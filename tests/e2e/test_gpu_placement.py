@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from localcluster import LocalCluster
 from tests.e2e.gpu_helpers import (
     DEFAULT_PROFILE_CONFIG,
     assignment,
     create_pods,
     gpu_cluster,
     gpu_pod,
+    make_priced_fleet,
     wait_bound,
     wait_rejected,
 )
@@ -63,19 +63,6 @@ def test_typed_pod_lands_on_its_type_through_every_label_preset(
         expected = "a100-40gb" if preset == "aks" else "a100-80gb"
         assert result.type_id == expected
         assert len(result.grants) == 1 and result.grants[0].whole
-
-
-def make_priced_fleet(cluster: LocalCluster) -> None:
-    """t4 (0.53 $/h) < l4 (0.80) < a100 (protected) < h100 (protected), two GPUs per cheap
-    node."""
-    cluster.create_node("t4-0", {"nvidia.com/gpu": 2},
-                        labels={"nvidia.com/gpu.product": "Tesla-T4"})
-    cluster.create_node("l4-0", {"nvidia.com/gpu": 2},
-                        labels={"nvidia.com/gpu.product": "NVIDIA-L4"})
-    cluster.create_node("a100-0", {"nvidia.com/gpu": 8},
-                        labels={"cloud.google.com/gke-accelerator": "nvidia-a100-80gb"})
-    cluster.create_node("h100-0", {"nvidia.com/gpu": 8},
-                        labels={"cloud.google.com/gke-accelerator": "nvidia-h100-80gb"})
 
 
 def test_untyped_pods_fill_the_unprotected_gpus_then_wait_naming_the_protection(

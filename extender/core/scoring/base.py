@@ -79,3 +79,54 @@ class PlacementObserver(Protocol):
 
     def placed(self, snapshot: ClusterSnapshot, req: PlacementRequest, row: int,
                assignment: Assignment) -> None: ...
+
+
+@dataclass(frozen=True)
+class Term:
+    """One named part of a strategy's ranking of one node, in the units people think in.
+
+    ``value`` is in ``unit`` (``GPU``: GPU-equivalents; ``$/h``: dollars per hour of what the
+    pod takes; ``score``; ``order``: a position with no unit). ``before`` and ``after`` are
+    set where the term is a change (fragmentation before and after the placement). ``key``:
+    the integer this term contributes to the ranking key (smaller is better), ``None`` for a
+    term shown for information only; key terms come in key order. ``decides``: the phrase
+    for when this term is the first one where two nodes differ ("cheapest fitting type").
+    """
+
+    name: str
+    value: float
+    unit: str
+    key: int | None = None
+    before: float | None = None
+    after: float | None = None
+    decides: str = ""
+
+
+NodeTerms = tuple[Term, ...]
+
+
+@runtime_checkable
+class Explainer(Protocol):
+    """An optional extension of ``Strategy`` (as kube's plugins optionally implement
+    ``EnqueueExtensions``): the named terms of the ranking key on a few rows.
+
+    ``rows`` are snapshot rows that ``fit`` says fit; the answer has one ``NodeTerms`` per
+    row, in that order. Called for ``explain`` and for the one chosen node (and its
+    runner-up) at bind, never for every node: it may cost per row what ``score`` costs per
+    cluster. Strategies without it are explained by their score alone."""
+
+    def explain(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult,
+                rows: npt.NDArray[np.int64]) -> list[NodeTerms]: ...
+
+
+def deciding_term(chosen: NodeTerms, other: NodeTerms) -> Term | None:
+    """The first key term on which ``chosen`` and ``other`` differ (the one that ranked
+    them), ``None`` if their keys are equal (a tie broken by the caller)."""
+    others = {t.name: t for t in other if t.key is not None}
+    for term in chosen:
+        if term.key is None:
+            continue
+        rival = others.get(term.name)
+        if rival is None or rival.key != term.key:
+            return term
+    return None

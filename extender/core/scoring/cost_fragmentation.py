@@ -82,8 +82,9 @@ from extender.config.types import Weight
 from extender.core.fit import FitResult, row_any
 from extender.core.frag import FragModel, FragScorer, group_starts
 from extender.core.request import PlacementRequest
-from extender.core.scoring.base import MAX_SCORE, ScoreResult, StrategyContext
+from extender.core.scoring.base import MAX_SCORE, NodeTerms, ScoreResult, StrategyContext, Term
 from extender.core.scoring.capacity import free_by_type, unit_take, used_total
+from extender.core.scoring.helpers import fit_of_rows
 from extender.core.workload import gpu_equivalents
 from extender.inventory.snapshot import ClusterSnapshot
 from extender.model import RequestKind
@@ -97,6 +98,16 @@ IDLE_PRICE = 1.0
 """Default of ``weights.idlePrice`` (the measurements: last bullet of the module docstring)."""
 HASH = 2654435761
 """Knuth's multiplicative hash constant: spreads consecutive rows over the order."""
+
+LOSS, IDLE, PRICE, ORDER = "loss", "idle node", "price", "node order"
+"""The names of the key's terms (``keys``, ``explain``)."""
+DECIDES = {
+    LOSS: "fewest GPUs lost",
+    IDLE: "packs a node already in use",
+    PRICE: "cheapest fitting type",
+    ORDER: "tie on every other term, broken by the fixed node order",
+}
+"""Per key term: why a node won when this is the first term on which it beat the other."""
 
 
 def dense_rank(*keys: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
@@ -164,6 +175,14 @@ class Terms:
     loss: npt.NDArray[np.float64]
     idle: npt.NDArray[np.int64]
     priority: npt.NDArray[np.int64]
+    fragmentation: npt.NDArray[np.float64]
+    """dF in GPUs (``loss`` is dF + dS + dC, times the price ratio with ``costWeight``)."""
+    stranded: npt.NDArray[np.float64]
+    """dS x ``memoryWeight``, GPUs."""
+    claim: npt.NDArray[np.float64]
+    """dC x ``claimWeight``, GPUs."""
+    frag_before: npt.NDArray[np.float64]
+    """F of the node before the placement, GPUs (dF = F after - F before)."""
 
 
 WEIGHTS: Mapping[str, Weight] = {
@@ -208,47 +227,85 @@ class CostFragmentation:
     def score(self, snapshot: ClusterSnapshot, req: PlacementRequest,
               fit: FitResult) -> ScoreResult:
         terms = self.terms(snapshot, req, fit)
-        bucket = buckets(terms.loss, self.resolution)
+        scores = top_rank_scores(*(key for _, key in self.keys(snapshot, req, terms)))
+        return ScoreResult(terms.rows, scores, terms.choice)
+
+    def keys(self, snapshot: ClusterSnapshot, req: PlacementRequest, terms: Terms
+             ) -> list[tuple[str, npt.NDArray[np.int64]]]:
+        """The ranking key, named, in comparison order: each (n,) and smaller is better."""
+        keys = [(LOSS, buckets(terms.loss, self.resolution)), (IDLE, terms.idle)]
         typed = self.typed_cost and self._names_alternatives(snapshot, req)
-        keys: tuple[npt.NDArray[np.int64], ...]
         if typed or (self.idle_price and terms.taken.any()):
             # the price itself: a constant divisor (the mean) would not change the order
             types = self._taken_type(snapshot, terms.rows, terms.choice)
             price = np.round(snapshot.catalog.price[types] * 1000).astype(np.int64)
             if not typed:
                 price = price * terms.idle  # used nodes keep the fixed order among them
-            keys = (bucket, terms.idle, price, terms.priority)
-        else:
-            keys = (bucket, terms.idle, terms.priority)
+            keys.append((PRICE, price))
+        keys.append((ORDER, terms.priority))
         if self.elastic:
-            keys = (terms.idle, *keys)  # the bill first: a used node costs nothing more
-        scores = top_rank_scores(*keys)
-        return ScoreResult(terms.rows, scores, terms.choice)
+            keys.insert(0, keys.pop(1))  # the bill first: a used node costs nothing more
+        return keys
+
+    def explain(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult,
+                rows: npt.NDArray[np.int64]) -> list[NodeTerms]:
+        """``Explainer``: dF (F before and after), dS, dC and the loss in GPUs, the price of
+        what the pod takes in $/h, then the key's terms in their order."""
+        terms = self.terms(snapshot, req, fit_of_rows(fit, rows))
+        keys = self.keys(snapshot, req, terms)
+        hourly = snapshot.catalog.price[self._taken_type(snapshot, terms.rows, terms.choice)] \
+            * terms.taken
+        out: list[NodeTerms] = []
+        for i in range(len(terms.rows)):
+            info = [
+                Term("fragmentation", float(terms.fragmentation[i]), "GPU",
+                     before=float(terms.frag_before[i]),
+                     after=float(terms.frag_before[i] + terms.fragmentation[i])),
+                Term("stranded memory", float(terms.stranded[i]), "GPU"),
+                Term("typed claim", float(terms.claim[i]), "GPU"),
+            ]
+            values = {LOSS: (float(terms.loss[i]), "GPU"),
+                      IDLE: (float(terms.idle[i]), "idle node"),
+                      PRICE: (float(hourly[i]), "$/h"),
+                      ORDER: (float(terms.priority[i]), "order")}
+            named = [name for name, _ in keys]
+            if PRICE not in named:
+                info.append(Term(PRICE, float(hourly[i]), "$/h"))
+            key_terms = [Term(name, *values[name], key=int(key[i]), decides=DECIDES[name])
+                         for name, key in keys]
+            out.append((*info, *key_terms))
+        return out
 
     def terms(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult
-               ) -> Terms:
+              ) -> Terms:
         """Everything the keys are made of, per fitting node."""
         if req.kind in (RequestKind.FRACTION, RequestKind.VRAM):
-            rows, delta, choice, taken = self._share(snapshot, req, fit)
+            rows, delta, choice, taken, before = self._share(snapshot, req, fit)
         else:
             positions, rows, before, after = self.frag.frag_after(snapshot, req, fit)
             delta = (after - before) / MILLI
+            before = before / MILLI
             choice = np.full(len(rows), -1, dtype=np.int16)
             taken = unit_take(snapshot, req, rows, fit.units[positions]) * req.count
-        loss = delta + self.memory_weight * self._stranded(snapshot, req, rows, taken)
+        stranded = self.memory_weight * self._stranded(snapshot, req, rows, taken)
+        loss = delta + stranded
+        claim = np.zeros(len(rows))
         if self.claim_weight:
-            loss = loss + self.claim_weight * taken * self._claims(snapshot)[
+            claim = self.claim_weight * taken * self._claims(snapshot)[
                 self._taken_type(snapshot, rows, choice)]
+            loss = loss + claim
         if self.cost_weight:
             loss = loss * self._price_ratio(snapshot, rows, choice) ** self.cost_weight
         idle = (~row_any(snapshot.pods[rows] > 0)).astype(np.int64)
         priority = ((rows + self.salt) * HASH) & 0xFFFFFFFF
-        return Terms(rows, choice, taken, loss, idle, priority)
+        return Terms(rows, choice, taken, loss, idle, priority, delta, stranded, claim, before)
 
     def _share(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult
                ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64],
-                          npt.NDArray[np.int16], npt.NDArray[np.float64]]:
-        """A one-GPU share: (rows, dF of each node's GPU, that GPU, GPU-equivalents taken).
+                          npt.NDArray[np.int16], npt.NDArray[np.float64],
+                          npt.NDArray[np.float64]]:
+        """A one-GPU share: (rows, dF of each node's GPU, that GPU, GPU-equivalents taken,
+        F before in GPUs).
         The GPU: the smallest dF bucket, then the least free thousandths, then the lowest
         slot."""
         _, rows, before, pos, slot, after = self.frag.share_pairs(snapshot, req, fit,
@@ -258,7 +315,7 @@ class CostFragmentation:
         delta = np.zeros(n)
         taken = np.zeros(n)
         if len(pos) == 0:
-            return rows, delta, choice, taken
+            return rows, delta, choice, taken, before / MILLI
         at = rows.take(pos)
         total = np.maximum(snapshot.total_mib[at, slot].astype(np.int64), 1)
         free = np.clip(snapshot.free_mib[at, slot].astype(np.int64), 0, None) * MILLI // total
@@ -275,7 +332,7 @@ class CostFragmentation:
         delta[owners] = (after[first] - before[owners]) / MILLI
         taken[owners] = req.request.milli / MILLI if req.kind is RequestKind.FRACTION else \
             req.request.vram_mib / total[first]
-        return rows, delta, choice, taken
+        return rows, delta, choice, taken, before / MILLI
 
     def _stranded(self, snapshot: ClusterSnapshot, req: PlacementRequest,
                   rows: npt.NDArray[np.int64], taken: npt.NDArray[np.float64]
@@ -368,13 +425,11 @@ class CheapestFirst(CostFragmentation):
 
     NAME: ClassVar[str] = "cheapest-first"
 
-    def score(self, snapshot: ClusterSnapshot, req: PlacementRequest,
-              fit: FitResult) -> ScoreResult:
-        terms = self.terms(snapshot, req, fit)
+    def keys(self, snapshot: ClusterSnapshot, req: PlacementRequest, terms: Terms
+             ) -> list[tuple[str, npt.NDArray[np.int64]]]:
         cents = np.round(self._hourly(snapshot, terms) * 100).astype(np.int64)
-        scores = top_rank_scores(cents, buckets(terms.loss, self.resolution), terms.idle,
-                                 terms.priority)
-        return ScoreResult(terms.rows, scores, terms.choice)
+        return [(PRICE, cents), (LOSS, buckets(terms.loss, self.resolution)),
+                (IDLE, terms.idle), (ORDER, terms.priority)]
 
     def hourly_cost(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult
                     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:

@@ -24,7 +24,8 @@ from extender.config.types import Weight
 from extender.core.fit import FitResult
 from extender.core.frag import FragScorer, group_starts, sigmoid
 from extender.core.request import PlacementRequest
-from extender.core.scoring.base import MAX_SCORE, ScoreResult, StrategyContext
+from extender.core.scoring.base import MAX_SCORE, NodeTerms, ScoreResult, StrategyContext, Term
+from extender.core.scoring.helpers import fit_of_rows
 from extender.inventory.snapshot import ClusterSnapshot
 from extender.model import RequestKind
 from extender.units import MILLI
@@ -50,6 +51,19 @@ class FGD:
         if self.integer:
             scores = np.floor(scores)
         return ScoreResult(rows, scores, choice)
+
+    def explain(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult,
+                rows: npt.NDArray[np.int64]) -> list[NodeTerms]:
+        """``Explainer``: dF with F before and after (GPUs), and the score it ranks by."""
+        sub = fit_of_rows(fit, rows)
+        rows, delta, _ = self.delta(snapshot, req, sub)
+        before = self.frag.model().node_frag_cached(snapshot, rows)[1] / MILLI
+        scores = self.score(snapshot, req, sub).scores
+        return [(Term("fragmentation", float(d), "GPU", before=float(b), after=float(b + d)),
+                 Term("score", float(s), "score", key=-round(s * 1000),
+                      decides="least fragmentation (FGD score)"))
+                for d, b, s in zip(delta.tolist(), before.tolist(), scores.tolist(),
+                                   strict=True)]
 
     def delta(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult
               ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], npt.NDArray[np.int16]]:

@@ -29,3 +29,15 @@ def min_max(scores: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     out: npt.NDArray[np.float64] = np.clip((scores - low) * MAX_SCORE / (high - low), 0.0,
                                            MAX_SCORE)
     return out  # clipped: (high - low) * 100 / (high - low) may round to 100.00000000000001
+
+
+def fit_of_rows(fit: FitResult, rows: npt.NDArray[np.int64]) -> FitResult:
+    """The part of ``fit`` about snapshot ``rows`` (in that order; each must be in
+    ``fit.rows``): an explanation scores a few rows, not the whole call."""
+    position = {int(r): p for p, r in enumerate(fit.rows.tolist())}
+    try:
+        positions = np.array([position[int(r)] for r in rows], dtype=np.int64)
+    except KeyError as exc:
+        raise ValueError(f"row {exc.args[0]} is not one of the fit's rows") from None
+    return FitResult(rows=fit.rows[positions], code=fit.code[positions],
+                     params=fit.params[positions], units=fit.units[positions])

@@ -1,0 +1,78 @@
+"""Every bind leaves a Normal event on the pod that names its GPUs, their type and why that
+node (written with the extender's shipped RBAC), and explain of the bound pod shows the same
+placement with the chosen node against the runner-up."""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.request
+from typing import Any
+
+import pytest
+
+from localcluster import LocalCluster
+from tests.e2e.gpu_helpers import (
+    NAMESPACE,
+    create_pods,
+    gpu_cluster,
+    gpu_pod,
+    make_priced_fleet,
+    wait_bound,
+)
+
+pytestmark = pytest.mark.e2e
+
+
+def assigned_event(cluster: LocalCluster, name: str) -> Any:
+    def found() -> Any:
+        events = [e for e in cluster.events_for_pod(NAMESPACE, name)
+                  if e.reason == "GpuAssigned"]
+        return events[0] if events else None
+
+    return cluster.wait_for(found, timeout_s=30, description=f"a GpuAssigned event on {name}")
+
+
+def explain(cluster: LocalCluster, name: str) -> dict[str, Any]:
+    url = f"{cluster.extender_url}/debug/explain/{NAMESPACE}/{name}"
+    with urllib.request.urlopen(url, timeout=10) as response:
+        report: dict[str, Any] = json.loads(response.read())
+    return report
+
+
+def test_a_bound_pod_gets_a_normal_event_with_its_gpus_and_type(
+        controlplane_binaries: object) -> None:
+    with gpu_cluster() as cluster:
+        make_priced_fleet(cluster)
+        # An untyped pod on an idle fleet: equal fragmentation on T4 and L4, both idle, so
+        # the price decides (idlePrice): the T4.
+        create_pods(cluster, [gpu_pod("cheap", {"nvidia.com/gpu": 1})])
+        assert wait_bound(cluster, "cheap") == "t4-0"
+        event = assigned_event(cluster, "cheap")
+        assert event.type == "Normal"
+        assert event.message.startswith(
+            "assigned GPU 0 (t4) on node t4-0: cheapest fitting type, fragmentation ")
+        assert event.message.endswith("GPU, $0.53/h")
+        # A typed pod taking two whole A100s: the only node of its type.
+        create_pods(cluster, [gpu_pod("big", {"nvidia.com/gpu": 2},
+                                      labels={"gpu-extender.io/accelerator": "a100-80gb"})])
+        assert wait_bound(cluster, "big") == "a100-0"
+        event = assigned_event(cluster, "big")
+        assert event.type == "Normal"
+        assert event.message.startswith(
+            "assigned GPU 0,1 (a100-80gb) on node a100-0: the only node that fits")
+        report = explain(cluster, "cheap")
+        assert report["status"] == "bound"
+        placement = report["placement"]
+        assert placement["assignment"]["gpus"] == [0]
+        assert placement["assignment"]["type"] == "t4"
+        breakdown = placement["breakdown"]
+        assert breakdown["chosen"]["node"] == "t4-0"
+        assert breakdown["runnerUp"]["node"] == "l4-0"
+        assert breakdown["decidedBy"] == "price"
+        record = os.environ.get("GPU_EXTENDER_RECORD_EXPLAIN")
+        if record:  # for the notes: a real explain and real event texts
+            with open(record, "w") as out:
+                json.dump({"events": [assigned_event(cluster, n).message
+                                      for n in ("cheap", "big")], "explain": report}, out,
+                          indent=2)
