@@ -1,4 +1,5 @@
-"""Serving TLS for the extender: HTTPS, optional mutual TLS, certificates reloaded on change.
+"""Serving TLS for the extender and the webhook: HTTPS, optional mutual TLS, certificates
+reloaded on change.
 
 gunicorn's gthread worker asks its ``ssl_context`` hook for a context on every accepted
 connection. ``ReloadingTlsContext.context`` answers from a cache keyed by the files' stat
@@ -25,9 +26,9 @@ _log = logging.getLogger(__name__)
 FileStamp = tuple[int, int, int]
 
 
-def flag_error(flag: str, message: str) -> ConfigError:
+def flag_error(flag: str, message: str, command: str = "gpu-extender serve") -> ConfigError:
     """A bad command-line flag, reported like a config field (the flag is its path)."""
-    return ConfigError([FieldError(flag, message)], source="gpu-extender serve flags")
+    return ConfigError([FieldError(flag, message)], source=f"{command} flags")
 
 
 @dataclass(frozen=True)
@@ -65,20 +66,20 @@ class TlsFiles:
             context.verify_mode = ssl.CERT_REQUIRED
         return context
 
-    def check(self) -> None:
+    def check(self, command: str = "gpu-extender serve") -> None:
         """Validate once at the edge: raise ConfigError naming the flag and the file."""
         for flag, path in (("--tls-cert-file", self.cert_file),
                            ("--tls-private-key-file", self.key_file),
                            ("--client-ca-file", self.client_ca_file)):
             if path is not None and not path.is_file():
-                raise flag_error(flag, f"{str(path)!r} is not a readable file")
+                raise flag_error(flag, f"{str(path)!r} is not a readable file", command)
         try:
             self.load()
         except (OSError, ssl.SSLError) as exc:
             names = ", ".join(str(path) for path in self.paths())
             raise flag_error("--tls-cert-file", f"the TLS files ({names}) do not load: {exc}; "
                              "expected a PEM certificate chain, its matching PEM private key "
-                             "and, for --client-ca-file, PEM CA certificates") from exc
+                             "and, for --client-ca-file, PEM CA certificates", command) from exc
 
 
 class ReloadingTlsContext:

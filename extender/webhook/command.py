@@ -54,7 +54,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 def run_webhook(args: argparse.Namespace) -> int:
     from extender.platform import load_platform
     from extender.server import logs
-    from extender.webhook.tls import TlsFileError, check_pair
+    from extender.server.tls import TlsFiles
 
     try:
         platform = load_platform(args.config)
@@ -62,9 +62,11 @@ def run_webhook(args: argparse.Namespace) -> int:
         print(exc, file=sys.stderr)
         return 1
     try:
-        check_pair(args.tls_cert_file, args.tls_private_key_file)
-    except TlsFileError as exc:
-        print(f"gpu-extender webhook: {exc}", file=sys.stderr)
+        TlsFiles(Path(args.tls_cert_file), Path(args.tls_private_key_file)).check(
+            "gpu-extender webhook")
+    except ConfigError as exc:
+        for error in exc.errors:  # "--tls-cert-file '/x' is not a readable file"
+            print(f"gpu-extender webhook: {error.path} {error.message}", file=sys.stderr)
         return 1
     from extender.webhook import server
 

@@ -15,8 +15,8 @@ from gunicorn.app.base import BaseApplication
 
 from extender.platform import Platform
 from extender.server.logs import logging_config
+from extender.server.tls import ReloadingTlsContext, TlsFiles
 from extender.webhook.app import create_app
-from extender.webhook.tls import ReloadingContext
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,10 @@ def gunicorn_settings(options: WebhookOptions) -> dict[str, Any]:
         "graceful_timeout": 10,
         "certfile": options.cert_file,
         "keyfile": options.key_file,
-        "ssl_context": ReloadingContext(options.cert_file, options.key_file),
+        # a renewed certificate (cert-manager, the kubelet's Secret update) is served from the
+        # next connection on, without a restart
+        "ssl_context": ReloadingTlsContext(
+            TlsFiles(Path(options.cert_file), Path(options.key_file))).context,
         "proc_name": "gpu-extender-webhook",
         # the worker heartbeat file: /tmp is read-only under readOnlyRootFilesystem
         "worker_tmp_dir": "/dev/shm" if Path("/dev/shm").is_dir() else None,

@@ -13,8 +13,9 @@ import yaml
 from cryptography import x509
 
 from extender.cli import main
+from extender.errors import ConfigError
+from extender.server.tls import ReloadingTlsContext, TlsFiles
 from extender.webhook.certs import issue, service_dns_names
-from extender.webhook.tls import ReloadingContext, TlsFileError, check_pair
 
 ROOT = Path(__file__).parents[2]
 WEBHOOK_MANIFEST = ROOT / "manifests" / "webhook.yaml"
@@ -30,7 +31,7 @@ def test_webhook_certs_writes_a_verifiable_pair_and_fills_the_manifest(tmp_path:
     names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     assert names.get_values_for_type(x509.DNSName) == service_dns_names(
         "gpu-extender-webhook", "kube-system")
-    check_pair(str(tmp_path / "tls.crt"), str(tmp_path / "tls.key"))
+    TlsFiles(tmp_path / "tls.crt", tmp_path / "tls.key").check("gpu-extender webhook")
     documents = list(yaml.safe_load_all((tmp_path / "webhook.yaml").read_text()))
     configs = [d for d in documents if d["kind"].endswith("WebhookConfiguration")]
     assert len(configs) == 2
@@ -82,6 +83,11 @@ def test_cert_manager_manifest_matches_the_webhook_manifest() -> None:
             assert excluded["operator"] == "NotIn" and "kube-system" in excluded["values"]
 
 
+def check_pair(cert: str, key: str) -> None:
+    """What ``gpu-extender webhook`` checks at start (the extender's own TLS files check)."""
+    TlsFiles(Path(cert), Path(key)).check("gpu-extender webhook")
+
+
 def _write_pair(directory: Path) -> tuple[str, str]:
     issued = issue(["localhost"])
     (directory / "tls.crt").write_bytes(issued.cert_pem)
@@ -91,21 +97,19 @@ def _write_pair(directory: Path) -> tuple[str, str]:
 
 def test_a_renewed_certificate_is_served_without_a_restart(tmp_path: Path) -> None:
     cert, key = _write_pair(tmp_path)
-    hook = ReloadingContext(cert, key)
+    # the hook the webhook's gunicorn settings install (gunicorn passes its conf and factory)
+    hook = ReloadingTlsContext(TlsFiles(Path(cert), Path(key))).context
+    reloading = hook.__self__
 
-    def factory() -> ssl.SSLContext:
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        context.load_cert_chain(cert, key)
-        return context
-
-    first = hook(None, factory)
-    assert hook(None, factory) is first and hook.loads == 1   # unchanged files: reused
-    _write_pair(tmp_path)                                     # cert-manager renews
-    second = hook(None, factory)
-    assert second is not first and hook.loads == 2
-    (tmp_path / "tls.key").write_text("half written")         # mid-rotation garbage
+    first = hook(None, None)
+    assert isinstance(first, ssl.SSLContext)
+    assert hook(None, None) is first and reloading.reloads == 0   # unchanged files: reused
+    _write_pair(tmp_path)                                         # cert-manager renews
+    second = hook(None, None)
+    assert second is not first and reloading.reloads == 1
+    (tmp_path / "tls.key").write_text("half written")             # mid-rotation garbage
     os.utime(tmp_path / "tls.key", ns=(1, 1))
-    assert hook(None, factory) is second                      # keeps serving the last good one
+    assert hook(None, None) is second                             # keeps the last good one
 
 
 @pytest.mark.parametrize(("missing", "flag"), [("cert", "--tls-cert-file"),
@@ -114,7 +118,7 @@ def test_check_pair_names_the_flag_and_the_file(tmp_path: Path, missing: str, fl
     cert, key = _write_pair(tmp_path)
     args = (str(tmp_path / "missing.crt"), key) if missing == "cert" else \
         (cert, str(tmp_path / "missing.key"))
-    with pytest.raises(TlsFileError, match=f"^{flag} .*: no such file$"):
+    with pytest.raises(ConfigError, match=f"{flag}: '.*missing.*' is not a readable file"):
         check_pair(*args)
 
 
@@ -123,7 +127,7 @@ def test_check_pair_refuses_a_mismatched_key(tmp_path: Path) -> None:
     other = tmp_path / "other"
     other.mkdir()
     _, other_key = _write_pair(other)
-    with pytest.raises(TlsFileError, match="cannot load the pair"):
+    with pytest.raises(ConfigError, match="do not load"):
         check_pair(cert, other_key)
 
 
