@@ -553,6 +553,9 @@ def _combine(regular: list[_Amount], init: list[_Amount]) -> _Amount | None:
     anchor = regular[0] if regular else init[0]
     single_gpu = first.kind in (RequestKind.VRAM, RequestKind.FRACTION)
     count = 1 if single_gpu else need(lambda a: a.count)
+    if count > MAX_GPUS_PER_POD:  # each container is within bounds, their sum is not
+        raise RequestError(anchor.field, count, "the containers add up to more GPUs than any "
+                           "node may have", f"a total from 0 to {MAX_GPUS_PER_POD}")
     milli = need(lambda a: a.milli)
     if milli >= 1000:
         raise RequestError(anchor.field, milli, "the containers' fractions add up to a whole GPU "

@@ -597,3 +597,16 @@ def test_decode_never_raises(pods: PodDecoder, containers: list[dict[str, Any]],
         assert info.problems == ()
         assert info.request.count >= 1
         assert 0 <= info.request.milli < 1000
+
+
+def test_containers_that_add_up_beyond_any_node_are_refused_with_the_total(
+        pods: PodDecoder) -> None:
+    # 3 containers x 40 GPUs = 120 > 64, though each container alone is within bounds
+    pod = make_pod()
+    for _ in range(3):
+        pod = pod.container(limits={"nvidia.com/gpu": "40"})
+    with pytest.raises(RequestError) as raised:
+        pods.request(pod.obj())
+    assert raised.value.value == 120
+    assert "add up to more GPUs than any node may have" in str(raised.value)
+    assert "a total from 0 to 64" in str(raised.value)
