@@ -7,6 +7,7 @@ exceptions; they are translated and chained as ``__cause__``.
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -87,6 +88,16 @@ class CapacityError(ExtenderError):
 
 class UnknownNodeError(ExtenderError):
     """A node name is not in the inventory."""
+
+
+def did_you_mean(value: object, candidates: Iterable[str]) -> str:
+    """``"; did you mean 'a100-80gb'?"`` for the closest candidate (case-insensitive), or ``""``
+    when nothing is close: a hint to append to a problem, never a guess that changes meaning."""
+    if not isinstance(value, str) or not value:
+        return ""
+    by_folded = {c.lower(): c for c in candidates}
+    close = difflib.get_close_matches(value.lower(), list(by_folded), n=1, cutoff=0.75)
+    return f"; did you mean {by_folded[close[0]]!r}?" if close else ""
 
 
 def join_accepted(values: Iterable[str], limit: int = 40) -> str:

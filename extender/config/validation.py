@@ -24,7 +24,7 @@ from extender.config.platforms import (
 )
 from extender.config.presets import PRESETS
 from extender.config.types import Weight
-from extender.errors import FieldError, join_accepted
+from extender.errors import FieldError, did_you_mean, join_accepted
 
 TOP_LEVEL_KEYS = ("apiVersion", "kind", "accelerators", "nodeLabels", "protection", "scoring",
                   "service", "admission", "foreignForms")
@@ -285,7 +285,8 @@ def _check_type_name(errors: _Errors, path: str, name: object, catalog: Catalog,
     assert isinstance(name, str)
     if catalog.resolve(name) is None:
         accepted = catalog.accepted_names() + (["*"] if allow_star else [])
-        errors.add(path, f"unknown GPU type {name!r}; accepted: {join_accepted(accepted)}")
+        hint = did_you_mean(name, accepted) or ";"
+        errors.add(path, f"unknown GPU type {name!r}{hint} accepted: {join_accepted(accepted)}")
 
 
 def _validate_node_labels(errors: _Errors, labels: object, catalog: Catalog) -> None:

@@ -19,7 +19,7 @@ from extender.catalog import Catalog
 from extender.catalog.types import MigProfile
 from extender.config.presets import GFD, gfd_mig_profile
 from extender.errors import QuantityError
-from extender.kube import objects
+from extender.kube import mig_layout, objects
 from extender.kube.labels import LabelMapper, NodeTypeLabel
 from extender.model import (
     ANNOTATION_NODE_GPUS,
@@ -255,7 +255,13 @@ class NodeDecoder:
                 devices += [GpuDevice(len(devices) + i, type_index, memory)
                             for i in range(min(whole, MAX_GPUS_PER_NODE + 1))]
         if mig_counts:
-            for layout in self._pack_mig(type_index, mig_counts, problems):
+            # GFD's gpu.count (or the instance type) counts physical GPUs, MIG-enabled or not.
+            mig_gpus = physical_known - len(devices) if physical_known else 0
+            if physical_known and mig_gpus <= 0:
+                problems.append(f"states {physical_known} GPU(s), all taken by whole or shared "
+                                "GPUs, yet advertises MIG instances; their GPUs are counted "
+                                "as well")
+            for layout in self._pack_mig(type_index, mig_counts, mig_gpus or None, problems):
                 devices.append(GpuDevice(len(devices), type_index, memory, mig=layout))
         return tuple(devices), found.raw_name
 
@@ -310,39 +316,27 @@ class NodeDecoder:
                 dynamic=False, instances=tuple((profile.name, s) for s in placed))))
         return devices
 
-    def _pack_mig(self, type_index: int, counts: Mapping[str, int],
+    def _pack_mig(self, type_index: int, counts: Mapping[str, int], gpus: int | None,
                   problems: list[str]) -> list[MigLayout]:
-        """Rebuild static MIG layouts from per-profile instance counts (mixed strategy):
-        largest profiles first, each at the lowest free legal start of the first GPU with room.
-        """
+        """Static MIG layouts, one per physical GPU, that hold exactly the advertised instance
+        counts (mixed strategy) on ``gpus`` GPUs when the node states how many (see
+        ``kube.mig_layout``)."""
         geometry = (self._catalog.types[type_index].mig
                     if type_index < len(self._catalog) else None)
         if geometry is None:
             problems.append("advertises MIG resources but its GPU type has no MIG geometry")
             return []
-        wanted = []
+        wanted: dict[MigProfile, int] = {}
         for name, count in counts.items():
             profile = geometry.profile(name)
             if profile is None:
                 problems.append(f"{RESOURCE_MIG_PREFIX}{name} is not a profile of "
                                 f"{self._catalog.id_of(type_index)}; ignored")
                 continue
-            wanted += [profile] * count
-        # Largest first; among equal sizes the profile with fewer legal starts first, or a
-        # 3g.40gb taking start 0 would push the 4g.40gb (start 0 only) onto another GPU.
-        wanted.sort(key=lambda p: (-p.slices, len(p.starts), p.name))
-        gpus: list[tuple[int, list[tuple[str, int]]]] = []  # (used slot mask, instances)
-        for profile in wanted:
-            span = (1 << profile.slices) - 1
-            for g, (used, instances) in enumerate(gpus):
-                start = next((s for s in profile.starts if not used & (span << s)), None)
-                if start is not None:
-                    gpus[g] = (used | span << start, [*instances, (profile.name, start)])
-                    break
-            else:
-                start = profile.starts[0]
-                gpus.append((span << start, [(profile.name, start)]))
-        return [MigLayout(dynamic=False, instances=tuple(instances)) for _, instances in gpus]
+            wanted[profile] = count
+        packing = mig_layout.pack(geometry.slots, wanted, gpus)
+        problems += packing.problems
+        return [MigLayout(dynamic=False, instances=instances) for instances in packing.layouts]
 
 
 def _lowest_starts(profile: MigProfile, count: int) -> list[int]:

@@ -14,7 +14,13 @@ from typing import Any
 from extender.catalog import Catalog
 from extender.config.presets import GFD
 from extender.config.types import ForeignFormsConfig
-from extender.errors import QuantityError, QuantityRangeError, RequestError, join_accepted
+from extender.errors import (
+    QuantityError,
+    QuantityRangeError,
+    RequestError,
+    did_you_mean,
+    join_accepted,
+)
 from extender.kube import objects
 from extender.kube.annotations import decode_assignment
 from extender.kube.labels import LabelMapper
@@ -302,6 +308,7 @@ class PodDecoder:
                                    "bytes with a suffix, e.g. 4Gi or 4096Mi") from exc
             if negative:
                 raise RequestError(field, value, "must not be negative", "a positive size")
+            _refuse_unitless_vram(value, field)
             return _Amount(RequestKind.VRAM, 1, mib, None, field, written=value) if mib else None
         count = _count(value, field)
         if count == 0:
@@ -317,9 +324,9 @@ class PodDecoder:
             return _Amount(RequestKind.SHARED, _gpu_count(count, value, field), 0, None, field)
         profile = _mig_profile_name(name)
         if profile not in self._catalog.mig.index:
-            raise RequestError(field, name, "unknown MIG profile",
-                               join_accepted(RESOURCE_MIG_PREFIX + p
-                                             for p in self._catalog.mig.names))
+            known = [RESOURCE_MIG_PREFIX + p for p in self._catalog.mig.names]
+            raise RequestError(field, name, "unknown MIG profile" + did_you_mean(name, known),
+                               join_accepted(known))
         return _Amount(RequestKind.MIG, _gpu_count(count, value, field), 0, profile, field)
 
     # -- type ------------------------------------------------------------------------------
@@ -418,8 +425,9 @@ class PodDecoder:
     def _resolve(self, name: object, field: str) -> frozenset[int]:
         resolved = self._catalog.resolve(str(name)) if isinstance(name, str) else None
         if not resolved:
-            raise RequestError(field, name, "unknown GPU type",
-                               join_accepted(self._catalog.accepted_names()))
+            accepted = self._catalog.accepted_names()
+            raise RequestError(field, name, "unknown GPU type" + did_you_mean(name, accepted),
+                               join_accepted(accepted))
         return resolved
 
     def _resolve_list(self, text: object, field: str) -> frozenset[int]:
@@ -498,6 +506,24 @@ def managed_resources(catalog: Catalog, forms: ForeignFormsConfig) -> dict[str, 
     # A platform's own VRAM resource is advertised by its device plugin, per node.
     out |= {r.name: False for r in forms.vram_resources}
     return out
+
+
+# A GPU-memory request below this, written without a unit, is a unit left out: "4" is 4 bytes.
+UNITLESS_VRAM_FLOOR_BYTES = 64 * 1024 * 1024
+
+
+def _refuse_unitless_vram(value: object, field: str) -> None:
+    """``gpu-memory: 4`` means 4 bytes, which no one means: refuse it with the likely intent
+    (``4Gi`` for small numbers, ``4096Mi`` for ones that look like MiB)."""
+    text = str(value).strip()
+    if not text.replace(".", "", 1).isdigit():
+        return  # it has a suffix (or an exponent): the unit was written on purpose
+    number = parse_quantity(text)
+    if 0 < number < UNITLESS_VRAM_FLOOR_BYTES:
+        digits = f"{number.normalize():f}"
+        guess = f"{digits}Gi" if number < 1024 else f"{digits}Mi"
+        raise RequestError(field, value, f"a number without a unit is bytes ({digits} B); "
+                           f"did you mean {guess}?", "bytes with a suffix, e.g. 4Gi or 4096Mi")
 
 
 def _is_gpu_resource(name: str) -> bool:

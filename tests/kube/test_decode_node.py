@@ -157,9 +157,11 @@ MIG_PACKING = [
     P("NVIDIA-A100-SXM4-40GB", {"2g.10gb": 3, "1g.10gb": 1},
       [(("2g.10gb", 0), ("2g.10gb", 2), ("2g.10gb", 4), ("1g.10gb", 6))],
       id="on the A100-40GB 3x 2g.10gb take 0, 2, 4 leaving 6 for the 1g.10gb"),
+    # 8 > 7 starts: two GPUs at least; with no count label the split is even (4 + 4), as
+    # mig-parted applies one layout to every GPU.
     P("NVIDIA-A100-SXM4-40GB", {"1g.5gb": 8},
-      [tuple(("1g.5gb", s) for s in range(7)), (("1g.5gb", 0),)],
-      id="8x 1g.5gb overflow the 7 starts of one A100-40GB"),
+      [tuple(("1g.5gb", s) for s in range(4))] * 2,
+      id="8x 1g.5gb overflow the 7 starts of one A100-40GB: split evenly over two"),
     P("NVIDIA-A30", {"2g.12gb": 1, "1g.6gb": 2},
       [(("2g.12gb", 0), ("1g.6gb", 2), ("1g.6gb", 3))],
       id="an A30 packs 2g.12gb at 0 and two 1g.6gb at 2 and 3"),

@@ -61,8 +61,11 @@ _AMOUNTS = [
     # 1e9 / 1048576 = 953.67 -> 954
     P(make_pod().gpu_memory("1G"), VRAM, 1, 954, 0, None,
       id="gpu-memory 1G is 953.67 MiB rounded up to 954"),
-    P(make_pod().gpu_memory("1"), VRAM, 1, 1, 0, None,
-      id="gpu-memory of one byte rounds up to 1 MiB"),
+    P(make_pod().gpu_memory("1Ki"), VRAM, 1, 1, 0, None,
+      id="gpu-memory of one KiB rounds up to 1 MiB"),
+    # 64Mi written without its unit is 67108864 bytes: not refused, read as 64 MiB
+    P(make_pod().gpu_memory("67108864"), VRAM, 1, 64, 0, None,
+      id="a unit-less VRAM amount of 64 Mi or more is bytes"),
     P(make_pod().gpu_milli(470), FRACTION, 1, 0, 470, None, id="gpu-milli 470 is 0.47 of a GPU"),
     # containers add up
     P(make_pod().gpus(1).gpus(2), WHOLE, 3, 0, 0, None, id="containers add up: 1 + 2 = 3 GPUs"),
@@ -330,6 +333,9 @@ INVALID = [
     P(make_pod().gpus(1).accelerator("a1000"), "metadata.labels[gpu-extender.io/accelerator]",
       "a1000", ["unknown GPU type", "accepted: a10, a100, a100-40gb, a100-80gb, a10g"],
       id="an unknown type label lists the valid types"),
+    P(make_pod().gpus(1).accelerator("a100-80"), "metadata.labels[gpu-extender.io/accelerator]",
+      "a100-80", ["unknown GPU type; did you mean 'a100-80gb'?"],
+      id="a type name missing its suffix gets the closest name"),
     P(make_pod().gpus(1).accelerators("l4", "gtx-1080"),
       "metadata.annotations[gpu-extender.io/accelerators]", "gtx-1080",
       ["unknown GPU type", "l4, l40s"], id="an unknown type in the annotation list"),
@@ -375,6 +381,9 @@ INVALID = [
     P(make_pod().mig("9g.99gb"), f"{C0}.limits[nvidia.com/mig-9g.99gb]",
       "nvidia.com/mig-9g.99gb", ["unknown MIG profile", "nvidia.com/mig-1g.10gb"],
       id="an unknown MIG profile lists the known ones"),
+    P(make_pod().mig("1g.10g"), f"{C0}.limits[nvidia.com/mig-1g.10g]",
+      "nvidia.com/mig-1g.10g", ["unknown MIG profile; did you mean 'nvidia.com/mig-1g.10gb'?"],
+      id="a misspelt MIG profile gets the closest one"),
     # VRAM
     P(make_pod().gpu_memory("20Gi").accelerator("t4"), f"{C0}.limits[gpu-extender.io/gpu-memory]",
       "20Gi", ["larger than any accepted GPU (largest 16384 MiB among t4)",
@@ -389,6 +398,12 @@ INVALID = [
       ["must not be negative"], id="a negative VRAM amount"),
     P(make_pod().gpu_memory("-1"), f"{C0}.limits[gpu-extender.io/gpu-memory]", "-1",
       ["must not be negative"], id="a negative VRAM amount smaller than a MiB"),
+    # "4" is 4 bytes: a unit left out, not a 1 MiB share
+    P(make_pod().gpu_memory("4"), f"{C0}.limits[gpu-extender.io/gpu-memory]", "4",
+      ["a number without a unit is bytes (4 B)", "did you mean 4Gi?"],
+      id="a unit-less VRAM amount below 64 Mi is refused with the likely unit"),
+    P(make_pod().gpu_memory(4096), f"{C0}.limits[gpu-extender.io/gpu-memory]", "4096",
+      ["did you mean 4096Mi?"], id="a unit-less VRAM number that looks like MiB"),
     # forms
     P(make_pod().container(limits={RESOURCE_GPU: 1, RESOURCE_GPU_MEMORY: "4Gi"}), C0,
       "gpu-extender.io/gpu-memory, nvidia.com/gpu",
