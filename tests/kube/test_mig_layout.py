@@ -19,6 +19,16 @@ from tests.builders import make_node
 
 P = pytest.param
 
+LAYOUTS_80GB = {
+    "all-1g.10gb": {"1g.10gb": 7},
+    "all-1g.20gb": {"1g.20gb": 4},
+    "all-2g.20gb": {"2g.20gb": 3},
+    "all-3g.40gb": {"3g.40gb": 2},
+    "all-4g.40gb": {"4g.40gb": 1},
+    "all-7g.80gb": {"7g.80gb": 1},
+    "all-balanced": {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1},
+}
+
 # product label -> {mig-parted config name: instances per GPU}
 MIG_PARTED = {
     "NVIDIA-A100-SXM4-40GB": {
@@ -30,24 +40,9 @@ MIG_PARTED = {
         "all-7g.40gb": {"7g.40gb": 1},
         "all-balanced": {"1g.5gb": 2, "2g.10gb": 1, "3g.20gb": 1},
     },
-    "NVIDIA-A100-SXM4-80GB": {
-        "all-1g.10gb": {"1g.10gb": 7},
-        "all-1g.20gb": {"1g.20gb": 4},
-        "all-2g.20gb": {"2g.20gb": 3},
-        "all-3g.40gb": {"3g.40gb": 2},
-        "all-4g.40gb": {"4g.40gb": 1},
-        "all-7g.80gb": {"7g.80gb": 1},
-        "all-balanced": {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1},
-    },
-    "NVIDIA-H100-80GB-HBM3": {
-        "all-1g.10gb": {"1g.10gb": 7},
-        "all-1g.20gb": {"1g.20gb": 4},
-        "all-2g.20gb": {"2g.20gb": 3},
-        "all-3g.40gb": {"3g.40gb": 2},
-        "all-4g.40gb": {"4g.40gb": 1},
-        "all-7g.80gb": {"7g.80gb": 1},
-        "all-balanced": {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1},
-    },
+    # mig-parted lists the same configurations for both 80 GB types
+    "NVIDIA-A100-SXM4-80GB": LAYOUTS_80GB,
+    "NVIDIA-H100-80GB-HBM3": LAYOUTS_80GB,
     "NVIDIA-H200": {
         "all-1g.18gb": {"1g.18gb": 7},
         "all-1g.35gb": {"1g.35gb": 4},
