@@ -195,8 +195,15 @@ class NodeDecoder:
                             + ", or node.kubernetes.io/instance-type of a known instance type)")
             type_index = self._catalog.unknown_index
         elif type_index == self._catalog.unknown_index:
-            problems.append(f"{found.key}={found.raw_name!r} is not in the accelerator catalog "
-                            "(add it under `accelerators` with this name in `aliases`)")
+            mapped = self._labels.custom_values(found.key)
+            if mapped and found.raw_name not in mapped:
+                problems.append(f"{found.key}={found.raw_name!r} is not in this label's map "
+                                f"under nodeLabels.custom (it maps: {', '.join(mapped)}); add "
+                                "it there with the catalog type it means")
+            else:
+                problems.append(f"{found.key}={found.raw_name!r} is not in the accelerator "
+                                "catalog (add it under `accelerators` with this name in "
+                                "`aliases`)")
         # Sharing and size labels may come from another convention than the type label
         # (a Karpenter node runs GFD too): read each from the type's preset first, then any.
         presets = [p for p in (found.preset, *self._labels.presets) if p is not None]

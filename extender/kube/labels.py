@@ -58,6 +58,11 @@ class LabelMapper:
             if index is not None:
                 self._instance_types[normalize_name(name)] = (index, entry.count)
 
+    def custom_values(self, key: str) -> tuple[str, ...] | None:
+        """The values a ``nodeLabels.custom`` entry maps for ``key`` (``None``: not custom)."""
+        mapping = self._custom.get(key)
+        return None if mapping is None else tuple(mapping)
+
     def resolve_value(self, key: str, value: str) -> frozenset[int] | None:
         """Types a pod means by requiring ``key=value`` (``None``: the value is unknown)."""
         mapping = self._custom.get(key)

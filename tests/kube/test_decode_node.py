@@ -241,9 +241,14 @@ def custom_nodes() -> tuple[NodeDecoder, Catalog]:
           "a100-40gb", None, id="a mapping to a family is narrowed like a family label"),
         P(make_node().label("k8s.amazonaws.com/accelerator", "nvidia-tesla-k80")
           .allocatable(gpu=1), "unknown",
-          "k8s.amazonaws.com/accelerator='nvidia-tesla-k80' is not in the accelerator catalog "
+          "k8s.amazonaws.com/accelerator='nvidia-tesla-k80' is not in this label's map under "
+          "nodeLabels.custom (it maps: nvidia-tesla-t4, nvidia-a100); add it there with the "
+          "catalog type it means",
+          id="a value the mapping does not list is an unknown type, and the map is to blame"),
+        P(make_node().label("example.com/gpu-model", "NVIDIA-K80").allocatable(gpu=1),
+          "unknown", "example.com/gpu-model='NVIDIA-K80' is not in the accelerator catalog "
           "(add it under `accelerators` with this name in `aliases`)",
-          id="a value the mapping does not list is an unknown type"),
+          id="a mapping without values blames the catalog"),
         P(make_node().gke("nvidia-l4").allocatable(gpu=1), "unknown",
           "advertises GPUs but has no GPU type label (expected one of: "
           "k8s.amazonaws.com/accelerator, example.com/gpu-model, nvidia.com/gpu.product, "
