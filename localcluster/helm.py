@@ -21,6 +21,19 @@ from localcluster.binaries import REPO_ROOT
 BUILD_SCRIPT = REPO_ROOT / "hack" / "build-helm.sh"
 OVERRIDE_ENV = "GPU_EXTENDER_HELM"
 CHART = REPO_ROOT / "charts" / "gpu-extender"
+
+
+def _pinned_kubernetes() -> str:
+    """The Kubernetes version the local control plane is built from (hack/controlplane/go.mod,
+    the one place it is pinned): renderings assume a cluster of that version."""
+    for line in (REPO_ROOT / "hack" / "controlplane" / "go.mod").read_text().splitlines():
+        fields = line.split()
+        if len(fields) >= 2 and fields[0] == "k8s.io/kubernetes" and fields[1].startswith("v"):
+            return fields[1]
+    raise RuntimeError("hack/controlplane/go.mod pins no k8s.io/kubernetes version")
+
+
+KUBE_VERSION = _pinned_kubernetes()
 PRESETS = tuple(sorted((CHART / "examples").glob("values-*.yaml")))
 MODES = ("second-scheduler", "extender-service")
 MANIFESTS = REPO_ROOT / "manifests"
@@ -72,7 +85,10 @@ class Helm:
     def template(self, *, values_files: Sequence[Path] = (), set_values: Sequence[str] = (),
                  release: str = DEFAULT_RELEASE, namespace: str = DEFAULT_NAMESPACE,
                  show_only: Sequence[str] = ()) -> str:
-        args = ["template", release, str(CHART), "--namespace", namespace]
+        # The cluster version a rendering assumes (the scheduler image follows it): the one
+        # the local control plane runs, so manifests/ matches what tests install.
+        args = ["template", release, str(CHART), "--namespace", namespace,
+                "--kube-version", KUBE_VERSION]
         for path in values_files:
             args += ["--values", str(path)]
         for assignment in set_values:

@@ -146,6 +146,49 @@ def test_extender_service_upgrade_keeps_the_generated_certificate(
     assert ca.strip().encode() == __import__("base64").b64decode(before["ca.crt"]).strip()
 
 
+def test_an_expiring_generated_certificate_is_reissued_from_the_kept_ca(
+        helm: Helm, cluster: LocalCluster) -> None:
+    """A certificate valid for 10 days with renewBeforeDays 30 is due at once: the upgrade
+    re-issues it (new serving certificate and not-after), from the same CA (ca.crt, the Secret
+    <name>-ca and the webhook's caBundle unchanged), so nothing the control plane trusts
+    breaks."""
+    kubeconfig = cluster.kubeconfig()
+    namespace = "gpu-renew"
+    helm.run("install", "renew", str(CHART), "--namespace", namespace, "--create-namespace",
+             "--set", "mode=extender-service", "--set", "webhook.enabled=true",
+             "--set", "tls.validityDays=10", "--set", "tls.renewBeforeDays=30",
+             kubeconfig=kubeconfig)
+    core = cluster.api()
+
+    def secrets() -> dict[str, tuple[dict[str, str], dict[str, str]]]:
+        names = ("renew-gpu-extender-tls", "renew-gpu-extender-tls-ca",
+                 "renew-gpu-extender-webhook-tls", "renew-gpu-extender-webhook-tls-ca")
+        out = {}
+        for name in names:
+            secret = core.read_namespaced_secret(name, namespace)
+            out[name] = (secret.data, secret.metadata.annotations or {})
+        return out
+
+    before = secrets()
+    helm.run("upgrade", "renew", str(CHART), "--namespace", namespace, "--reuse-values",
+             kubeconfig=kubeconfig)
+    after = secrets()
+    for leaf in ("renew-gpu-extender-tls", "renew-gpu-extender-webhook-tls"):
+        (old, old_notes), (new, new_notes) = before[leaf], after[leaf]
+        assert new["tls.crt"] != old["tls.crt"], f"{leaf} was not re-issued"
+        assert new["ca.crt"] == old["ca.crt"], f"{leaf}: the CA changed"
+        assert new_notes["gpu-extender.io/not-after"] >= old_notes["gpu-extender.io/not-after"]
+        assert after[f"{leaf}-ca"][0] == before[f"{leaf}-ca"][0], f"{leaf}-ca changed"
+    # Not due (the default 365 days): the next upgrade keeps the certificate as it is.
+    helm.run("upgrade", "renew", str(CHART), "--namespace", namespace, "--reuse-values",
+             "--set", "tls.validityDays=365", kubeconfig=kubeconfig)
+    kept = secrets()
+    helm.run("upgrade", "renew", str(CHART), "--namespace", namespace, "--reuse-values",
+             kubeconfig=kubeconfig)
+    assert secrets() == kept
+    helm.run("uninstall", "renew", "--namespace", namespace, kubeconfig=kubeconfig)
+
+
 def test_the_charts_scheduler_profile_schedules_with_the_real_scheduler(
         helm: Helm, controlplane_binaries: object, tmp_path: Path) -> None:
     documents = helm.documents()

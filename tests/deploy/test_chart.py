@@ -11,8 +11,11 @@ from typing import Any
 import pytest
 import yaml
 
+from extender.config import load_config_text
+from extender.platform import Platform, build_platform
 from localcluster.binaries import REPO_ROOT
 from localcluster.helm import CHART, MANIFESTS, MODES, PRESETS, Helm, HelmError, default_manifests
+from tests.builders import make_node
 from tests.deploy.conftest import RENDERINGS, SWITCHES_ON
 
 pytestmark = pytest.mark.deploy
@@ -418,3 +421,38 @@ def test_dashboard_configmap_carries_the_dashboard_for_the_grafana_sidecar(
     assert config_map["metadata"]["labels"]["grafana_dashboard"] == "1"
     shipped = json.loads((CHART / "dashboards" / "gpu-extender.json").read_text())
     assert json.loads(config_map["data"]["gpu-extender.json"]) == shipped
+
+
+def _rendered_platform(documents: list[dict[str, Any]]) -> Platform:
+    config_map = next(doc for doc in _of_kind(documents, "ConfigMap")
+                      if doc["metadata"]["name"].endswith("-platform"))
+    return build_platform(load_config_text(config_map["data"]["platform.yaml"]))
+
+
+def test_the_charts_default_platform_is_the_binarys_default(
+        renderings: dict[str, list[dict[str, Any]]]) -> None:
+    # One source of defaults: what `helm install` runs is what `gpu-extender serve` runs
+    # without --config (the Flyte preset included).
+    chart = _rendered_platform(renderings["default-second-scheduler"])
+    assert chart.config == load_config_text("")
+
+
+# Flyte's default labels (flytepropeller gpu-device-node-label, gpu-partition-size-node-label)
+FLYTE_DEVICE = "k8s.amazonaws.com/accelerator"
+FLYTE_PARTITION = "k8s.amazonaws.com/gpu-partition-size"
+
+
+@pytest.mark.parametrize("name", [name for name, _, _ in RENDERINGS])
+def test_every_rendering_decodes_flyte_labelled_nodes(
+        renderings: dict[str, list[dict[str, Any]]], name: str) -> None:
+    platform = _rendered_platform(renderings[name])
+    whole = make_node("flyte-a100").label(FLYTE_DEVICE, "nvidia-tesla-a100").allocatable(gpu=8)
+    info = platform.nodes.decode(whole.obj())
+    assert info.problems == ()
+    assert [platform.catalog.id_of(g.type_index) for g in info.gpus] == ["a100-40gb"] * 8
+    # a Flyte MIG pool: 2 A100s cut into 1g.5gb, each instance one nvidia.com/gpu
+    mig = (make_node("flyte-a100-mig").label(FLYTE_DEVICE, "nvidia-tesla-a100")
+           .label(FLYTE_PARTITION, "1g.5gb").allocatable(gpu=14))
+    info = platform.nodes.decode(mig.obj())
+    assert info.problems == ()
+    assert [len(g.mig.instances) for g in info.gpus if g.mig] == [7, 7]

@@ -38,6 +38,12 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 {{- end -}}
 
+{{- /* The cluster's Kubernetes version as a kube-scheduler image tag: v1.31.2-eks-f69f56f is
+     v1.31.2, v1.33.5-gke.1308000 is v1.33.5. */ -}}
+{{- define "gpu-extender.clusterVersion" -}}
+{{- regexFind "^v[0-9]+\\.[0-9]+\\.[0-9]+" .Capabilities.KubeVersion.Version -}}
+{{- end -}}
+
 {{- define "gpu-extender.validate" -}}
 {{- if not (has .Values.mode (list "second-scheduler" "extender-service")) -}}
 {{- fail (printf "mode: %q is not accepted; use second-scheduler or extender-service" .Values.mode) -}}
