@@ -19,6 +19,7 @@ from tests.builders import make_node
 from tests.deploy.conftest import RENDERINGS, SWITCHES_ON
 
 pytestmark = pytest.mark.deploy
+P = pytest.param
 
 HARDENED = {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
             "privileged": False, "capabilities": {"drop": ["ALL"]}}
@@ -456,3 +457,21 @@ def test_every_rendering_decodes_flyte_labelled_nodes(
     info = platform.nodes.decode(mig.obj())
     assert info.problems == ()
     assert [len(g.mig.instances) for g in info.gpus if g.mig] == [7, 7]
+
+
+@pytest.mark.parametrize(("cluster", "image"), [
+    P("v1.31.2-eks-f69f56f", "registry.k8s.io/kube-scheduler:v1.31.2"),
+    P("v1.33.5-gke.1308000", "registry.k8s.io/kube-scheduler:v1.33.5"),
+])
+def test_the_second_schedulers_image_follows_the_cluster_version(
+        helm: Helm, cluster: str, image: str) -> None:
+    # The skew policy: kube-scheduler never newer than the API server it talks to.
+    rendered = helm.run("template", "gpu-extender", str(CHART), "--kube-version", cluster,
+                        "--show-only", "templates/deployment-scheduler.yaml")
+    (deployment,) = [doc for doc in yaml.safe_load_all(rendered) if doc]
+    images = [c["image"] for c in deployment["spec"]["template"]["spec"]["containers"]]
+    assert image in images
+    pinned = helm.run("template", "gpu-extender", str(CHART), "--kube-version", cluster,
+                      "--set", "scheduler.image.tag=v1.36.3",
+                      "--show-only", "templates/deployment-scheduler.yaml")
+    assert "registry.k8s.io/kube-scheduler:v1.36.3" in pinned
