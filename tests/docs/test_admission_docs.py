@@ -54,3 +54,14 @@ def test_the_readme_shows_what_the_ml_engineer_writes() -> None:
 if __name__ == "__main__":  # prints the blocks to paste into the README
     for name in PLATFORMS:
         print(f"--- {name}\n{what_the_pod_gets(name)}")
+
+
+@pytest.mark.parametrize(("values", "platform"), [
+    ("values-gke.yaml", "gke"), ("values-eks.yaml", "eks-karpenter"), ("values-aks.yaml", "aks")])
+def test_each_clouds_example_values_carry_its_admission_mapping(values: str,
+                                                                platform: str) -> None:
+    # Enabling webhook.enabled with an example values file gives the same node mapping the
+    # README shows for that cloud (without it the webhook writes no affinity: no autoscaler hint).
+    example = yaml.safe_load((ROOT / "charts" / "gpu-extender" / "examples" / values).read_text())
+    documented = yaml.safe_load((DOCS / f"{platform}.yaml").read_text())
+    assert example["platform"]["admission"] == documented["admission"]
