@@ -397,9 +397,14 @@ def test_image_digest_wins_over_the_tag(renderings: dict[str, list[dict[str, Any
     (["agent.enabled=true", "agent.config.overusePolicy=kill"],
      "at '/agent/config/overusePolicy': value must be one of 'warn', 'evict'"),
     (["shadow.enabled=true", "shadow.port=70000"], "at '/shadow/port': maximum"),
+    # inside platform: (the generated schema, extender/views/platform_schema.py)
+    (["platform.nodeLabels.preset={gfd}"],
+     "at '/platform/nodeLabels': additional properties 'preset' not allowed"),
+    (["platform.scoring.strategy=cost-fragmentaton"], "at '/platform/scoring/strategy'"),
 ], ids=["unknown mode", "misspelt key", "port out of range", "digest not sha256",
         "replicas without leader election", "existing without secret", "unknown tls source",
-        "webhook existing without secret", "unknown overuse policy", "shadow port"])
+        "webhook existing without secret", "unknown overuse policy", "shadow port",
+        "misspelt platform key", "unknown strategy"])
 def test_bad_values_fail_naming_the_value(helm: Helm, sets: list[str], message: str) -> None:
     with pytest.raises(HelmError) as refused:
         helm.template(set_values=sets)
