@@ -109,9 +109,11 @@ def _outcome_of(code: Reason) -> str:
 
 
 MIB = 1024 * 1024
-# Per-GPU series carry the labels DCGM-exporter and the GPU operator use, so dashboards can
-# join them with DCGM's utilisation series.
-GPU_LABELS = ["node", "device_index", "device_uuid", "device_type"]
+# Per-GPU series carry dcgm-exporter's label names (as the node agent's do: docs/agent.md), so
+# dashboards join the extender's books, the agent's measurements and DCGM's utilisation on
+# (Hostname, gpu). modelName is the catalog id here (t4, a100-80gb), not NVML's product name.
+GPU_LABELS = ["Hostname", "gpu", "UUID", "modelName"]
+TYPE_LABEL = "modelName"
 
 
 @dataclass(eq=False)
@@ -131,10 +133,10 @@ class InventoryCollector(Collector):
         total = np.bincount(types, minlength=n_types)
         allocated = np.bincount(types, weights=snapshot.pods[valid] > 0, minlength=n_types)
         gpus = GaugeMetricFamily(f"{PREFIX}_gpus", "GPUs in the inventory, by type.",
-                                 labels=["device_type"])
+                                 labels=[TYPE_LABEL])
         gpus_allocated = GaugeMetricFamily(
             f"{PREFIX}_gpus_allocated", "GPUs at least one pod holds part of, by type.",
-            labels=["device_type"])
+            labels=[TYPE_LABEL])
         for t in np.flatnonzero(total).tolist():
             gpus.add_metric([catalog.id_of(t)], float(total[t]))
             gpus_allocated.add_metric([catalog.id_of(t)], float(allocated[t]))

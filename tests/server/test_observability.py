@@ -33,11 +33,8 @@ def test_metrics_cover_latency_decisions_inventory_and_conflicts(client: FlaskCl
         ' 1.0',
         'gpu_extender_filter_node_verdicts_total{outcome="fits",reason="fits"} 1.0',
         'gpu_extender_reservations_total{event="placed"} 1.0',
-        'gpu_extender_gpus{device_type="t4"} 8.0',
-        'gpu_extender_gpus_allocated{device_type="t4"} 5.0',
-        'gpu_extender_gpu_memory_bytes{device_index="0",device_type="t4",',
-        'gpu_extender_gpu_memory_free_bytes{device_index="0",device_type="t4",',
-        'gpu_extender_gpu_pods{device_index="0",device_type="t4",',
+        'gpu_extender_gpus{modelName="t4"} 8.0',
+        'gpu_extender_gpus_allocated{modelName="t4"} 5.0',
         'gpu_extender_inventory_synced 1.0',
         'gpu_extender_holdings{state="reserved"} 1.0',
         'gpu_extender_bind_conflicts_total 0.0',
@@ -45,10 +42,14 @@ def test_metrics_cover_latency_decisions_inventory_and_conflicts(client: FlaskCl
     ]
     for line in expected:
         assert line in text, line
+    # per GPU: dcgm-exporter's label names (Hostname, UUID, gpu, modelName; sorted on output)
+    for family in ("gpu_memory_bytes", "gpu_memory_free_bytes", "gpu_pods"):
+        assert any(line.startswith(f"gpu_extender_{family}{{Hostname=")
+                   and 'gpu="0",modelName="t4"}' in line for line in text.splitlines()), family
     # the values, not only the labels: 8 T4s of 15360 MiB, 5 whole-allocated, 3 idle
     t4_free = [float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
                if line.startswith("gpu_extender_gpu_memory_free_bytes{")
-               and 'device_type="t4"' in line]
+               and 'modelName="t4"' in line]
     assert len(t4_free) == 8
     assert sum(t4_free) == 3 * 15360 * 2**20
 
