@@ -104,6 +104,10 @@ def test_the_long_running_agent_serves_metrics_and_stops_on_sigterm(tmp_path: Pa
             except OSError:
                 time.sleep(0.2)
         assert 'pod="infer-b"' in text and "gpu_extender_agent_gpu_healthy" in text
+        assert 'gpu_extender_agent_passes_total{outcome="ok"}' in text
+        for path, body in (("/healthz", b'{"status":"ok"}'), ("/readyz", b'{"status":"ready"}')):
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as r:
+                assert (r.status, r.read()) == (200, body)
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=20) == 0
     finally:
