@@ -16,7 +16,7 @@ all: test
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,lint,bench]'
+	$(BIN)/pip install --quiet -e '.[all,test,lint,bench]'
 	touch $(STAMP)
 
 venv: $(STAMP)
