@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from extender.agent.cgroup import PidMapper
-from extender.agent.config import AgentConfig, OverusePolicy
+from extender.agent.config import AgentConfig, OverusePolicy, sharing_of
 from extender.agent.corrections import Correction, correction
 from extender.agent.devices import DeviceMap
 from extender.agent.episodes import EpisodeTracker
@@ -83,7 +83,7 @@ class Agent:
         snapshot = self._backend.snapshot()  # no NVML, no pass: AgentError to the caller
         node = self._step("read node", problems, lambda: self._api.node(self._node))
         node = node if isinstance(node, Mapping) else {}
-        sharing = self._config.sharing or Sharing.from_node_labels(
+        sharing = sharing_of(self._config) or Sharing.from_node_labels(
             {k: v for k, v in objects.labels(node).items() if isinstance(v, str)})
         inventory = build_inventory(snapshot, self._catalog, sharing)
         problems += inventory.problems
