@@ -76,13 +76,20 @@ def _command_name(argv: Sequence[str]) -> str | None:
     return None
 
 
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+EVERY = "*"
+"""``build_parser(EVERY)``: every command with its flags (every module imported; tests that
+check command lines, docs)."""
+
+
+def build_parser(command: str | None = EVERY) -> argparse.ArgumentParser:
     """The parser with ``command``'s flags (its module imported), and every other command
     listed by name and help only; ``None``: the list alone (``--help``)."""
     parser = argparse.ArgumentParser(prog=PROG, description=DESCRIPTION)
     commands = parser.add_subparsers(dest="command", required=True)
-    if command in COMMANDS:
-        importlib.import_module(COMMANDS[command].module).register(commands)
+    wanted = {e.module for e in COMMANDS.values()} if command == EVERY else \
+        {COMMANDS[command].module} if command in COMMANDS else set()
+    for module in dict.fromkeys(e.module for e in COMMANDS.values() if e.module in wanted):
+        importlib.import_module(module).register(commands)
     for name, entry in COMMANDS.items():
         if name not in commands.choices:
             commands.add_parser(name, help=entry.help, add_help=False)
