@@ -24,18 +24,13 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from extender.errors import ConfigError, FieldError
+from extender.runtime.exits import EXIT_ERROR, EXIT_OK, EXIT_USAGE
 from extender.runtime.logs import FORMATS, LEVELS
 
 if TYPE_CHECKING:
     from extender.platform import Platform
 
-EXIT_OK = 0
-EXIT_ERROR = 1
-"""The invocation was understood but cannot run: a config that does not validate, unreachable
-cluster credentials, a failure while running."""
-EXIT_USAGE = 2
-"""The invocation itself is wrong: flags that do not go together, an input file that is not
-what the flag expects (argparse uses 2 too)."""
+__all__ = ["EXIT_ERROR", "EXIT_OK", "EXIT_USAGE"]  # and what is defined below
 
 DEFAULT_HEAD_TIMEOUT_S = 5.0
 """Seconds a connection gets for its TLS handshake, request line and headers (per request on a

@@ -26,6 +26,7 @@ from extender.runtime.logs import logging_config
 from extender.runtime.tls import ReloadingTlsContext, TlsFiles
 
 KEEPALIVE_SECONDS = 120
+MAX_CONNECTIONS = 4096
 WORKER_CLASS = "extender.runtime.worker.HeadDeadlineWorker"
 
 
@@ -56,6 +57,10 @@ def common_settings(*, name: str, host: str, port: int, threads: int,
         "workers": 1,
         "worker_class": WORKER_CLASS,
         "threads": threads,
+        # connections whose head is being read, kept alive or in a thread, together: stalled
+        # sockets cost a descriptor each, never a thread; past this the worker stops
+        # accepting until deadlines free some (gunicorn's default is 1000)
+        "worker_connections": MAX_CONNECTIONS,
         "keepalive": keepalive,
         "timeout": timeout,
         "graceful_timeout": 10,
