@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: all venv controlplane helm manifests check-deploy lint test test-unit test-e2e demo bench clean
+.PHONY: all venv controlplane helm manifests check-deploy check-extras lint test test-unit test-e2e demo bench clean
 
 all: test
 
@@ -16,7 +16,7 @@ all: test
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,lint,bench]'
+	$(BIN)/pip install --quiet -e '.[all,test,lint,bench]'
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -37,19 +37,24 @@ manifests: $(STAMP) helm
 check-deploy: $(STAMP) helm controlplane
 	$(BIN)/pytest -m deploy $(PYTEST_ARGS)
 
+# The wheel with each extra ([serve], [agent], [webhook], [sim], none) in a fresh venv, each
+# role's command started (tests/extras; a few minutes: one venv and install per role).
+check-extras: $(STAMP)
+	$(BIN)/pytest -m extras $(PYTEST_ARGS)
+
 lint: $(STAMP)
 	$(BIN)/ruff check extender localcluster tests benchmarks demo
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache  # the import contract in .importlinter
 
 test-unit: $(STAMP)
-	$(BIN)/pytest -m "not e2e and not deploy" $(PYTEST_ARGS)
+	$(BIN)/pytest -m "not e2e and not deploy and not extras" $(PYTEST_ARGS)
 
 test-e2e: $(STAMP) controlplane
 	$(BIN)/pytest -m e2e $(PYTEST_ARGS)
 
 # Everything CI runs: lint, unit tests, end-to-end tests against the real control plane.
-test: lint test-unit check-deploy test-e2e
+test: lint test-unit check-deploy check-extras test-e2e
 
 demo: $(STAMP) controlplane
 	$(BIN)/python -m demo

@@ -196,22 +196,11 @@ def floor_app() -> Any:
 
 
 def run_floor_server(port: int, threads: int) -> None:
-    from gunicorn.app.base import BaseApplication
-
+    from extender.runtime.gunicorn import GunicornApp
     from extender.server.gunicorn_conf import ServerOptions, gunicorn_settings
 
     settings = gunicorn_settings(ServerOptions(port=port, threads=threads, log_level="warning"))
-
-    class Floor(BaseApplication):  # type: ignore[misc]
-        def load_config(self) -> None:
-            for key, value in settings.items():
-                if value is not None and key in self.cfg.settings:
-                    self.cfg.set(key, value)
-
-        def load(self) -> Any:
-            return floor_app()
-
-    Floor().run()
+    GunicornApp(settings, floor_app).run()
 
 
 @contextmanager

@@ -1,4 +1,8 @@
-"""``gpu-extender`` command line: serve, simulate, check-config, agent."""
+"""``gpu-extender`` command line: the command name is parsed first, then only that command's
+module (``extender.commands.COMMANDS``) is imported and adds its flags.
+
+``check-config`` lives here: it is the one command with no process behind it.
+"""
 
 from __future__ import annotations
 
@@ -8,21 +12,32 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from extender.errors import ConfigError
+from extender.commands import COMMANDS
+from extender.runtime.command import (
+    EXIT_ERROR,
+    EXIT_OK,
+    EXIT_USAGE,
+    CommandExit,
+    platform_or_exit,
+)
 
 if TYPE_CHECKING:
     from extender.config.types import PlatformConfig
 
+PROG = "gpu-extender"
+DESCRIPTION = "Kubernetes scheduler extender for GPU-type-aware, fraction-aware placement."
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    check = commands.add_parser("check-config", help=COMMANDS["check-config"].help)
+    check.add_argument("file", help="platform config YAML")
+    check.set_defaults(run=_check_config)
+
 
 def _check_config(args: argparse.Namespace) -> int:
     from extender.core.scoring.registry import strategy_names
-    from extender.platform import load_platform
 
-    try:
-        platform = load_platform(args.file)
-    except ConfigError as exc:
-        print(exc, file=sys.stderr)
-        return 1
+    platform = platform_or_exit(args.file)
     config = platform.config
     print(f"{args.file}: OK")
     print(f"  accelerators: {len(config.accelerators)} types "
@@ -32,7 +47,7 @@ def _check_config(args: argparse.Namespace) -> int:
     print(f"  scoring strategy: {config.scoring.strategy} "
           f"(available: {', '.join(strategy_names())})")
     print(f"  admission: {_admission_summary(config)}")
-    return 0
+    return EXIT_OK
 
 
 def _admission_summary(config: PlatformConfig) -> str:
@@ -51,37 +66,64 @@ def _admission_summary(config: PlatformConfig) -> str:
     return "; ".join(parts)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="gpu-extender",
-        description="Kubernetes scheduler extender for GPU-type-aware, fraction-aware placement.",
-    )
+def _command_name(argv: Sequence[str]) -> str | None:
+    """The first argument that is not an option (``None``: none, or ``-h`` comes first)."""
+    for arg in argv:
+        if arg in ("-h", "--help"):
+            return None
+        if not arg.startswith("-"):
+            return arg
+    return None
+
+
+EVERY = "*"
+"""``build_parser(EVERY)``: every command with its flags (every module imported; tests that
+check command lines, docs)."""
+
+
+def build_parser(command: str | None = EVERY) -> argparse.ArgumentParser:
+    """The parser with ``command``'s flags (its module imported), and every other command
+    listed by name and help only; ``None``: the list alone (``--help``)."""
+    parser = argparse.ArgumentParser(prog=PROG, description=DESCRIPTION)
     commands = parser.add_subparsers(dest="command", required=True)
-    check = commands.add_parser("check-config", help="validate a platform config file")
-    check.add_argument("file", help="platform config YAML")
-    check.set_defaults(run=_check_config)
-    _add_optional_commands(commands)
+    wanted = {e.module for e in COMMANDS.values()} if command == EVERY else \
+        {COMMANDS[command].module} if command in COMMANDS else set()
+    for module in dict.fromkeys(e.module for e in COMMANDS.values() if e.module in wanted):
+        importlib.import_module(module).register(commands)
+    for name, entry in COMMANDS.items():
+        if name not in commands.choices:
+            commands.add_parser(name, help=entry.help, add_help=False)
     return parser
 
 
-def _add_optional_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]
-                           ) -> None:
-    """Commands whose modules register themselves (serve, simulate)."""
-    from extender.commands import COMMAND_MODULES
-
-    for module_name in COMMAND_MODULES:
-        importlib.import_module(module_name).register(commands)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    code: int = args.run(args)
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    command = _command_name(args_list)
+    try:
+        parser = build_parser(command)
+        args = parser.parse_args(args_list)
+        code: int = args.run(args)
+    except CommandExit as exc:
+        return exc.code
+    except ModuleNotFoundError as exc:
+        return missing_extra(command, exc)
     return code
 
 
+def missing_extra(command: str | None, error: ModuleNotFoundError) -> int:
+    """A third-party module is not installed: name the extra that brings it (our own
+    modules missing is a broken installation, and re-raised)."""
+    missing = (error.name or "").split(".")[0]
+    if not missing or missing == "extender" or command not in COMMANDS:
+        raise error
+    extra = COMMANDS[command].extra
+    wanted = f"pip install 'gpu-extender[{extra}]'" if extra else "reinstall gpu-extender"
+    print(f"{PROG} {command}: the Python module {missing!r} is not installed; this command "
+          f"needs the [{extra or 'core'}] dependencies: {wanted}", file=sys.stderr)
+    return EXIT_ERROR
+
+
 KUBECTL_COMMANDS = ("inspect", "catalog")
-EXIT_USAGE = 2
 
 
 def kubectl_main(argv: Sequence[str] | None = None) -> int:

@@ -55,10 +55,12 @@ class PidMapper:
 
     def container_of(self, pid: int) -> ContainerRef | None:
         try:
-            text = (self._root / str(pid) / "cgroup").read_text()
+            data = (self._root / str(pid) / "cgroup").read_bytes()
         except OSError:  # the process ended, or is not visible
             return None
-        return parse_cgroup(text)
+        # a cgroup path is whatever bytes created it: one that is not UTF-8 names no pod of
+        # ours (the patterns are ASCII), and must not stop the pass
+        return parse_cgroup(data.decode("utf-8", errors="replace"))
 
 
 def strip_scheme(container_id: str) -> str:

@@ -6,22 +6,29 @@
 
 ``--once --print`` does one pass and prints ``{"annotation", "usage", "overuse"}`` as JSON,
 writing nothing; with ``--pods-file`` no API server is needed at all.
+
+Running, it serves ``/metrics``, ``/healthz`` (passes keep ending) and ``/readyz`` (the last
+pass completed) on ``metricsHost:metricsPort`` through the runtime's side listener.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
-import signal
 import sys
-import threading
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import orjson
 
 from extender.errors import ExtenderError
+from extender.runtime.command import (
+    EXIT_ERROR,
+    EXIT_OK,
+    add_common_flags,
+    configure_logging,
+    wait_for_signal,
+)
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -29,8 +36,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "agent", help="NVML node agent: publish the node's GPUs, usage vs declared VRAM")
     parser.add_argument("--node-name", required=True,
                         help="this node's name (the DaemonSet passes spec.nodeName)")
-    parser.add_argument("--kubeconfig", help="kubeconfig (default: in-cluster, $KUBECONFIG)")
     parser.add_argument("--config", help="agent config YAML (see docs/agent.md)")
+    add_common_flags(parser, config=False, kube=True)
     parser.add_argument("--nvml-fixture", metavar="FILE.json",
                         help="read GPUs from a JSON fixture instead of NVML "
                              "(docs/agent-fixture.md)")
@@ -50,13 +57,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(args)
     try:
         return _run(args)
     except ExtenderError as exc:
         print(f"gpu-extender agent: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_ERROR
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -97,8 +103,9 @@ def _run(args: argparse.Namespace) -> int:
                 sys.stdout.write(orjson.dumps(result.to_json(),
                                               option=orjson.OPT_INDENT_2).decode() + "\n")
             for problem in result.problems:
-                logging.getLogger("extender.agent").info("%s", problem)
-            return 0
+                logging.getLogger("extender.agent").info(
+                    "pass problem", extra={"fields": {"error": problem}})
+            return EXIT_OK
         return _serve(agent, metrics, config.interval_s, config.metrics_host,
                       config.metrics_port)
     finally:
@@ -108,25 +115,24 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _serve(agent: Any, metrics: Any, interval_s: float, host: str, port: int) -> int:
-    from prometheus_client import start_http_server
+    from prometheus_client import CONTENT_TYPE_LATEST
 
     from extender.agent.loop import AgentLoop
+    from extender.runtime.listener import SideListener, health_route
 
-    server = None
+    loop = AgentLoop(agent, interval_s, metrics)
+    listener = None
     if port:
-        server, _thread = start_http_server(port, addr=host, registry=metrics.registry)
-    loop = AgentLoop(agent, interval_s)
-    done = threading.Event()
-
-    def stop(signum: int, _frame: FrameType | None) -> None:
-        logging.getLogger("extender.agent").info("signal %d: stopping", signum)
-        done.set()
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
+        listener = SideListener({
+            "/metrics": lambda: (200, metrics.render(), CONTENT_TYPE_LATEST),
+            "/healthz": health_route(loop.health),
+            "/readyz": health_route(loop.ready, ok="ready"),
+        }, host, port, name="agent-listener")
+        listener.start()
     loop.start()
-    done.wait()
+    signum = wait_for_signal()
+    logging.getLogger("extender.agent").info("stopping", extra={"fields": {"signal": signum}})
     loop.stop()
-    if server is not None:
-        server.shutdown()
-    return 0
+    if listener is not None:
+        listener.stop()
+    return EXIT_OK

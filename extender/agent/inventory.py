@@ -65,10 +65,24 @@ def catalog_type(catalog: Catalog, gpu: GpuState) -> str | None:
     return catalog.id_of(index)
 
 
+def duplicate_uuids(snapshot: NvmlSnapshot) -> set[str]:
+    """UUIDs NVML reports for more than one GPU or MIG instance (a broken driver or a bad
+    fixture): they name no single device, so no pod may be given one by UUID."""
+    seen: set[str] = set()
+    twice: set[str] = set()
+    for gpu in snapshot.gpus:
+        for uuid in (gpu.uuid, *(inst.uuid for inst in gpu.mig_instances)):
+            (twice if uuid in seen else seen).add(uuid)
+    return twice
+
+
 def build_inventory(snapshot: NvmlSnapshot, catalog: Catalog, sharing: Sharing) -> Inventory:
+    """The entries to publish. A GPU whose UUID (or one of whose MIG UUIDs) is duplicated is
+    published unhealthy and without its UUID, and reported."""
     entries = []
     problems = []
     unhealthy = {}
+    twice = duplicate_uuids(snapshot)
     for gpu in sorted(snapshot.gpus, key=lambda g: g.index):
         type_id = catalog_type(catalog, gpu)
         if type_id is None:
@@ -85,6 +99,10 @@ def build_inventory(snapshot: NvmlSnapshot, catalog: Catalog, sharing: Sharing) 
             entry["replicas"] = sharing.replicas
             entry["replicaResource"] = sharing.resource
         reasons = health_problems(gpu)
+        shared = sorted({gpu.uuid, *(i.uuid for i in gpu.mig_instances)} & twice)
+        if shared:
+            del entry["uuid"]
+            reasons = (*reasons, f"UUID {', '.join(shared)} reported for more than one device")
         if reasons:
             entry["healthy"] = False
             unhealthy[gpu.uuid] = reasons

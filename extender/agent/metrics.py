@@ -92,8 +92,11 @@ class AgentMetrics:
         self.publishes = Counter(f"{PREFIX}_annotation_publishes",
                                  "Patches of the node's gpu-extender.io/gpus annotation",
                                  registry=self.registry)
-        self.errors = Counter(f"{PREFIX}_pass_errors", "Failed steps of a pass", ["stage"],
-                              registry=self.registry)
+        self.errors = Counter(f"{PREFIX}_pass_errors",
+                              "Failed steps of a pass (stage \"pass\": the whole pass)",
+                              ["stage"], registry=self.registry)
+        self.passes = Counter(f"{PREFIX}_passes", "Passes of the agent loop, by outcome",
+                              ["outcome"], registry=self.registry)
 
     def observe(self, view: PassView) -> None:
         with self._latest.lock:

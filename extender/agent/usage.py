@@ -3,8 +3,10 @@
 Processes come from NVML per GPU and per MIG instance; each PID is mapped to its pod and
 container through cgroups. A pod's declared VRAM on a device is what its assignment holds there
 (a whole GPU or MIG instance holds all of it, a share its MiB). A pod that uses a device it was
-not given declared 0 there. Pods the extender did not place have no declaration (``None``):
-their usage is reported, never called overuse. Processes outside any pod are not attributed.
+not given declared 0 there, and so did a pod that asks for no GPU at all (one that sets
+``NVIDIA_VISIBLE_DEVICES=all`` itself): any use it makes is overuse. GPU pods the extender did
+not place have no declaration (``None``): their usage is reported, never called overuse.
+Processes outside any pod are not attributed.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ class Usage:
 def declared_by_device(pod: NodePod, devices: DeviceMap) -> dict[str, int] | None:
     assignment = pod.assignment
     if assignment is None:
-        return None
+        return None if pod.requests_gpu else {}
     out: dict[str, int] = defaultdict(int)
     for grant in assignment.grants:
         device = devices.of_grant(grant)

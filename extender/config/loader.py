@@ -58,15 +58,20 @@ def load_config(path: str | Path | None = None, *,
     """Load ``path``, or the defaults when ``path`` is ``None``."""
     if path is None:
         return load_config_text("", source="(defaults)", strategies=strategies)
+    return load_config_text(read_config_text(path), source=str(path), strategies=strategies)
+
+
+def read_config_text(path: str | Path) -> str:
+    """A config file's text; ``ConfigError`` (field ``(file)``) when unreadable or not UTF-8
+    (the platform config and the agent's read alike)."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        return Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError([FieldError("(file)", f"cannot read: {exc.strerror}")], str(path)) \
             from exc
     except UnicodeDecodeError as exc:
         raise ConfigError([FieldError("(file)", f"not a UTF-8 text file ({exc.reason} at "
                                                 f"byte {exc.start})")], str(path)) from exc
-    return load_config_text(text, source=str(path), strategies=strategies)
 
 
 def build_config(raw: dict[str, Any]) -> PlatformConfig:

@@ -154,8 +154,11 @@ class NodeDecoder:
         if resource not in (RESOURCE_GPU, RESOURCE_GPU_SHARED):
             raise ValueError(f"replicaResource {resource!r} (accepted: {RESOURCE_GPU}, "
                              f"{RESOURCE_GPU_SHARED})")
+        uuid = entry.get("uuid")
+        if uuid is not None and not isinstance(uuid, str):  # it reaches pods' env and grants
+            raise ValueError(f"uuid must be a string, got {uuid!r}")
         return GpuDevice(index=index, type_index=type_index, memory_mib=memory,
-                         uuid=entry.get("uuid"), replicas=replicas,
+                         uuid=uuid or None, replicas=replicas,
                          replicas_shared=resource == RESOURCE_GPU_SHARED, mig=layout,
                          healthy=healthy)
 

@@ -1,11 +1,9 @@
-"""gunicorn settings for the extender.
+"""gunicorn settings for the extender: ``runtime.gunicorn.common_settings`` (one worker, the
+head-deadline gthread worker, keep-alive past kube-scheduler's 90 s idle timeout), with the
+extender's thread count and timeout.
 
-- one worker process: the inventory and its reservations live in that process's memory; a
-  second worker would hold a second, diverging allocation state (double-booked GPUs);
-- ``gthread`` worker with threads: binds arrive concurrently, and filter/prioritize must not
-  wait behind a slow bind's API calls;
-- keep-alive longer than kube-scheduler's idle connection timeout (Go's transport default is
-  90 s), so the client closes idle connections first and never sends on one we just closed;
+- ``gthread`` threads: binds arrive concurrently, and filter/prioritize must not wait behind
+  a slow bind's API calls;
 - nothing is built before the fork: ``runner`` creates the service in the worker.
 """
 
@@ -14,10 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from extender.server.logs import logging_config
-from extender.server.tls import ReloadingTlsContext, TlsFiles
+from extender.runtime.gunicorn import KEEPALIVE_SECONDS, bind_address, common_settings
+from extender.runtime.tls import TlsFiles
 
-KEEPALIVE_SECONDS = 120
+__all__ = ["DEFAULT_THREADS", "KEEPALIVE_SECONDS", "ServerOptions", "gunicorn_settings"]
+
 DEFAULT_THREADS = 8
 
 
@@ -28,6 +27,7 @@ class ServerOptions:
     threads: int = DEFAULT_THREADS
     keepalive: int = KEEPALIVE_SECONDS
     log_level: str = "info"
+    log_format: str = "json"
     access_log: bool = False
     tls: TlsFiles | None = None
     timeout: int = 60
@@ -36,47 +36,12 @@ class ServerOptions:
 
     @property
     def bind(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host and not self.host.startswith("[") \
-            else self.host
-        return f"{host}:{self.port}"
-
-
-def worker_exit(server: Any, worker: Any) -> None:
-    """gunicorn hook: stop the watches of the worker that exits."""
-    stop = getattr(worker.app, "stop_service", None)
-    if callable(stop):
-        stop()
-
-
-def tls_settings(tls: TlsFiles | None) -> dict[str, Any]:
-    """gunicorn's TLS settings: certfile/keyfile switch HTTPS on, the hook supplies a context
-    that follows file changes (gunicorn's own would be built from the files as of start)."""
-    if tls is None:
-        return {}
-    return {
-        "certfile": str(tls.cert_file),
-        "keyfile": str(tls.key_file),
-        "ssl_context": ReloadingTlsContext(tls).context,
-    }
+        return bind_address(self.host, self.port)
 
 
 def gunicorn_settings(options: ServerOptions) -> dict[str, Any]:
-    return {
-        **tls_settings(options.tls),
-        "bind": [options.bind],
-        "workers": 1,
-        "worker_class": "gthread",
-        "threads": options.threads,
-        "keepalive": options.keepalive,
-        "timeout": options.timeout,
-        "graceful_timeout": 10,
-        "preload_app": False,
-        "proc_name": "gpu-extender",
-        "logconfig_dict": logging_config(options.log_level, access_log=options.access_log),
-        "loglevel": options.log_level,
-        "accesslog": "-" if options.access_log else None,
-        "worker_exit": worker_exit,
-        # gunicorn >= 25.1 opens a control socket in $HOME by default: a second extender
-        # on the machine would fight over it, and nothing here uses it
-        "control_socket_disable": True,
-    }
+    return common_settings(name="gpu-extender", host=options.host, port=options.port,
+                           threads=options.threads, tls=options.tls,
+                           keepalive=options.keepalive, timeout=options.timeout,
+                           log_level=options.log_level, log_format=options.log_format,
+                           access_log=options.access_log)

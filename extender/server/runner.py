@@ -11,40 +11,35 @@ import gc
 from collections.abc import Callable
 from typing import Any
 
-from gunicorn.app.base import BaseApplication
-
+from extender.runtime.command import DEFAULT_HEAD_TIMEOUT_S
+from extender.runtime.gunicorn import GunicornApp
 from extender.server.app import create_app
 from extender.server.limits import DEFAULT_LIMITS, RequestLimits
 from extender.server.monitoring import MonitoringServer
 from extender.server.service import ExtenderService
 
 
-class ExtenderApplication(BaseApplication):  # type: ignore[misc]
-    def __init__(self, settings: dict[str, Any], build: Callable[[], ExtenderService], *,
-                 debug_endpoints: bool = True,
-                 monitoring: tuple[str, int] | None = None,
-                 limits: RequestLimits = DEFAULT_LIMITS) -> None:
-        self._settings = settings
-        self._limits = limits
+class ExtenderWorker:
+    """What lives in the gunicorn worker: the service, the monitoring listener, the app."""
+
+    def __init__(self, build: Callable[[], ExtenderService], *, debug_endpoints: bool,
+                 monitoring: tuple[str, int] | None, limits: RequestLimits,
+                 head_timeout_s: float) -> None:
         self._build = build
         self._debug_endpoints = debug_endpoints
         self._monitoring_address = monitoring
+        self._limits = limits
+        self._head_timeout_s = head_timeout_s
         self._service: ExtenderService | None = None
         self._monitoring: MonitoringServer | None = None
-        super().__init__()
-
-    def load_config(self) -> None:
-        for key, value in self._settings.items():
-            # settings newer than the installed gunicorn are skipped, not fatal
-            if value is not None and key in self.cfg.settings:
-                self.cfg.set(key, value)
 
     def load(self) -> Any:
         service = self._build()
         service.when_synced(freeze_heap)  # this process is the service's alone
         if self._monitoring_address is not None:
             # bound before any watch starts: a taken port fails the worker's boot cleanly
-            self._monitoring = MonitoringServer(service, *self._monitoring_address)
+            self._monitoring = MonitoringServer(service, *self._monitoring_address,
+                                                head_timeout_s=self._head_timeout_s)
         service.start()
         self._service = service
         if self._monitoring is not None:
@@ -52,7 +47,7 @@ class ExtenderApplication(BaseApplication):  # type: ignore[misc]
             self._monitoring.start()
         return create_app(service, debug_endpoints=self._debug_endpoints, limits=self._limits)
 
-    def stop_service(self) -> None:
+    def stop(self) -> None:
         if self._monitoring is not None:
             self._monitoring.stop()
             self._monitoring = None
@@ -71,7 +66,9 @@ def freeze_heap() -> None:
 
 def run(settings: dict[str, Any], build: Callable[[], ExtenderService], *,
         debug_endpoints: bool = True, monitoring: tuple[str, int] | None = None,
-        limits: RequestLimits = DEFAULT_LIMITS) -> None:
+        limits: RequestLimits = DEFAULT_LIMITS,
+        head_timeout_s: float = DEFAULT_HEAD_TIMEOUT_S) -> None:
     """Serve until gunicorn is told to stop (SIGTERM/SIGINT); exits the process."""
-    ExtenderApplication(settings, build, debug_endpoints=debug_endpoints,
-                        monitoring=monitoring, limits=limits).run()
+    worker = ExtenderWorker(build, debug_endpoints=debug_endpoints, monitoring=monitoring,
+                            limits=limits, head_timeout_s=head_timeout_s)
+    GunicornApp(settings, worker.load, stop=worker.stop, head_timeout_s=head_timeout_s).run()

@@ -8,24 +8,28 @@ gunicorn starts; the service itself is built in the worker.
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from extender.errors import ConfigError
-from extender.server.gunicorn_conf import (
-    DEFAULT_THREADS,
-    KEEPALIVE_SECONDS,
-    ServerOptions,
-    gunicorn_settings,
+from extender.runtime.command import (
+    EXIT_OK,
+    EXIT_USAGE,
+    add_common_flags,
+    configure_logging,
+    fail,
+    flag_error,
+    kube_or_exit,
+    platform_or_exit,
+    positive_int,
+    positive_seconds,
 )
+from extender.runtime.gunicorn import KEEPALIVE_SECONDS
+from extender.runtime.listener import check_bindable, parse_address
+from extender.runtime.tls import TlsFiles
+from extender.server.gunicorn_conf import DEFAULT_THREADS, ServerOptions, gunicorn_settings
 from extender.server.limits import DEFAULT_LIMITS, RequestLimits
-from extender.server.logs import LEVELS
-from extender.server.monitoring import check_bindable, parse_address
-from extender.server.tls import TlsFiles, flag_error
-
-EXIT_USAGE = 2
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -35,29 +39,20 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                     "kube-scheduler, plus /healthz, /readyz, /metrics and /debug/*. Connects "
                     "to the API server with the in-cluster service account, or $KUBECONFIG "
                     "(or --kubeconfig); with --cluster-file it runs offline on a dump instead.")
-    parser.add_argument("--config", metavar="FILE",
-                        help="platform config YAML (default: the shipped defaults)")
+    # --host defaults to loopback, for a sidecar of kube-scheduler; 0.0.0.0 serves other pods
+    add_common_flags(parser, kube=True, listen=("127.0.0.1", 8888))
     parser.add_argument("--cluster-file", metavar="FILE",
                         help="run offline on a `kubectl get nodes,pods -A -o json` dump; binds "
                              "are recorded in memory, nothing is written to any cluster")
-    parser.add_argument("--kubeconfig", metavar="FILE",
-                        help="kubeconfig to use instead of the in-cluster service account / "
-                             "$KUBECONFIG")
-    parser.add_argument("--host", default="127.0.0.1",
-                        help="address to listen on (default: 127.0.0.1, for a sidecar of "
-                             "kube-scheduler; 0.0.0.0 to serve other pods)")
-    parser.add_argument("--port", type=int, default=8888, help="port (default: 8888)")
-    parser.add_argument("--threads", type=_positive, default=DEFAULT_THREADS,
+    parser.add_argument("--threads", type=positive_int, default=DEFAULT_THREADS,
                         help=f"request threads of the single worker (default: "
                              f"{DEFAULT_THREADS}); binds run concurrently")
-    parser.add_argument("--keepalive", type=_positive, default=KEEPALIVE_SECONDS,
+    parser.add_argument("--keepalive", type=positive_int, default=KEEPALIVE_SECONDS,
                         help=f"idle keep-alive seconds (default: {KEEPALIVE_SECONDS}, longer "
                              "than kube-scheduler's 90 s idle timeout)")
-    parser.add_argument("--log-level", choices=LEVELS, default="info",
-                        help="log level (default: info); logs are JSON lines on stderr")
     parser.add_argument("--access-log", action="store_true",
                         help="also log every HTTP request")
-    parser.add_argument("--watch-timeout", type=_positive, default=300, metavar="SECONDS",
+    parser.add_argument("--watch-timeout", type=positive_int, default=300, metavar="SECONDS",
                         help="server-side timeout of each watch request before it is renewed "
                              "(default: 300)")
     parser.add_argument("--no-debug-endpoints", action="store_true",
@@ -74,10 +69,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                           "(mutual TLS; kube-scheduler's tlsConfig.certFile/keyFile)")
     limits = parser.add_argument_group(
         "limits", "what one request may cost (see extender/server/limits.py)")
-    limits.add_argument("--max-body-bytes", type=_positive, default=DEFAULT_LIMITS.max_body_bytes,
+    limits.add_argument("--max-body-bytes", type=positive_int,
+                        default=DEFAULT_LIMITS.max_body_bytes,
                         metavar="BYTES", help="refuse larger bodies with 413 (default: "
                         f"{DEFAULT_LIMITS.max_body_bytes}, 16 MiB)")
-    limits.add_argument("--body-read-timeout", type=_positive_float,
+    limits.add_argument("--body-read-timeout", type=positive_seconds,
                         default=DEFAULT_LIMITS.body_read_timeout_s, metavar="SECONDS",
                         help="answer 408 to a body that has not arrived in time, freeing the "
                              f"thread (default: {DEFAULT_LIMITS.body_read_timeout_s:g})")
@@ -88,30 +84,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     parser.set_defaults(run=run_serve)
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be a positive integer")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from exc
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError("must be a positive number of seconds")
-    return value
-
-
 def run_serve(args: argparse.Namespace) -> int:
-    from extender.server import logs
-
-    logs.configure(args.log_level)
+    configure_logging(args)
     build = prepare(args)
-    if isinstance(build, int):
-        return build
     from extender.server import runner
 
     try:
@@ -123,16 +98,16 @@ def run_serve(args: argparse.Namespace) -> int:
         if monitoring is not None:
             check_bindable(*monitoring)
     except ConfigError as exc:
-        print(exc, file=sys.stderr)
-        return EXIT_USAGE
+        raise fail(exc, EXIT_USAGE) from exc
     options = ServerOptions(host=args.host, port=args.port, threads=args.threads,
                             keepalive=args.keepalive, log_level=args.log_level,
-                            access_log=args.access_log, tls=tls)
+                            log_format=args.log_format, access_log=args.access_log, tls=tls)
     runner.run(gunicorn_settings(options), build, debug_endpoints=not args.no_debug_endpoints,
                monitoring=monitoring,
                limits=RequestLimits(max_body_bytes=args.max_body_bytes,
-                                    body_read_timeout_s=args.body_read_timeout))
-    return 0
+                                    body_read_timeout_s=args.body_read_timeout),
+               head_timeout_s=args.head_timeout)
+    return EXIT_OK
 
 
 def tls_files(args: argparse.Namespace) -> TlsFiles | None:
@@ -150,33 +125,22 @@ def tls_files(args: argparse.Namespace) -> TlsFiles | None:
     return TlsFiles(cert, key, client_ca)
 
 
-def prepare(args: argparse.Namespace) -> Callable[[], Any] | int:
-    """Validate the invocation; return the worker's service factory or an exit code."""
-    from extender.apiserver.errors import KubeError
-    from extender.platform import load_platform
+def prepare(args: argparse.Namespace) -> Callable[[], Any]:
+    """Validate the invocation; return the worker's service factory (or ``CommandExit``)."""
     from extender.server.service import ExtenderService
     from extender.sync.offline import ClusterFileError, load_cluster_file
 
-    try:
-        platform = load_platform(args.config)
-    except ConfigError as exc:
-        print(exc, file=sys.stderr)
-        return 1
+    platform = platform_or_exit(args.config)
     if args.cluster_file:
         try:
             objects = load_cluster_file(args.cluster_file)
         except ClusterFileError as exc:
-            print(exc, file=sys.stderr)
-            return EXIT_USAGE
+            raise fail(exc, EXIT_USAGE) from exc
         return lambda: ExtenderService.from_cluster_objects(platform, objects)
 
-    from extender.apiserver.client import ApiServerClient, load_configuration
+    from extender.apiserver.client import ApiServerClient
 
-    try:
-        configuration = load_configuration(args.kubeconfig)
-    except KubeError as exc:
-        print(exc, file=sys.stderr)
-        return 1
+    configuration = kube_or_exit(args.kubeconfig)
 
     def build_online() -> ExtenderService:
         api = ApiServerClient.from_configuration(configuration)

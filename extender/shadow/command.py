@@ -7,9 +7,7 @@
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import threading
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -17,10 +15,19 @@ from typing import Any
 
 import orjson
 
-from extender.errors import ConfigError
+from extender.runtime.command import (
+    EXIT_ERROR,
+    EXIT_OK,
+    EXIT_USAGE,
+    add_common_flags,
+    configure_logging,
+    fail,
+    kube_or_exit,
+    platform_or_exit,
+    wait_for_signal,
+)
 
 DEFAULT_PORT = 8890
-EXIT_USAGE = 2
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -42,15 +49,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                              "it from there instead of --url")
     parser.add_argument("-o", "--output", choices=("text", "json"), default="text",
                         help="--report: text (default) or the JSON report")
-    parser.add_argument("--config", metavar="FILE", help="platform config YAML")
-    parser.add_argument("--kubeconfig", metavar="FILE",
-                        help="kubeconfig (default: in-cluster service account / $KUBECONFIG)")
-    parser.add_argument("--host", default="127.0.0.1",
-                        help="address of the report server (default: 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT,
-                        help=f"port of the report server (default: {DEFAULT_PORT}; 0: any)")
-    parser.add_argument("--log-level", default="info",
-                        choices=("debug", "info", "warning", "error"))
+    # --host/--port: the report server's address (port 0: any free port)
+    add_common_flags(parser, kube=True, listen=("127.0.0.1", DEFAULT_PORT))
     parser.set_defaults(run=run)
 
 
@@ -67,12 +67,12 @@ def print_report(args: argparse.Namespace) -> int:
         report = _fetch_report(args)
     except ReportError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_ERROR
     if args.output == "json":
         sys.stdout.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
         print(render(report))
-    return 0
+    return EXIT_OK
 
 
 class ReportError(Exception):
@@ -104,41 +104,26 @@ def _fetch_report(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run_shadow(args: argparse.Namespace) -> int:
-    from extender.apiserver.client import ApiServerClient, load_configuration
-    from extender.apiserver.errors import KubeError
-    from extender.platform import load_platform
-    from extender.server import logs
+    from extender.apiserver.client import ApiServerClient
     from extender.shadow.service import ReportServer, ShadowService
 
-    logs.configure(args.log_level)
-    try:
-        platform = load_platform(args.config)
-    except ConfigError as exc:
-        print(exc, file=sys.stderr)
-        return 1
-    try:
-        configuration = load_configuration(args.kubeconfig)
-    except KubeError as exc:
-        print(exc, file=sys.stderr)
-        return 1
-    api = ApiServerClient.from_configuration(configuration)
+    configure_logging(args)
+    platform = platform_or_exit(args.config)
+    api = ApiServerClient.from_configuration(kube_or_exit(args.kubeconfig))
     service = ShadowService(platform, api, state_file=args.state_file)
     try:
-        server = ReportServer(service.ledger, args.host, args.port)
+        server = ReportServer(service.ledger, args.host, args.port,
+                              head_timeout_s=args.head_timeout)
     except OSError as exc:
-        print(f"error: --host {args.host} --port {args.port}: cannot listen ({exc.strerror})",
-              file=sys.stderr)
-        return EXIT_USAGE
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
+        raise fail(f"error: --host {args.host} --port {args.port}: cannot listen "
+                   f"({exc.strerror})", EXIT_USAGE) from exc
     server.start()
     service.start()
     print(f"shadow: report at http://{args.host}:{server.port}/report", file=sys.stderr,
           flush=True)
     try:
-        stop.wait()
+        wait_for_signal()
     finally:
         service.stop()
         server.stop()
-    return 0
+    return EXIT_OK

@@ -7,12 +7,8 @@ watch), and no binder or event recorder is built.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-
-import orjson
 
 from extender.apiserver.client import ResourceLister
 from extender.apiserver.errors import KubeError
@@ -20,6 +16,15 @@ from extender.core.workload import WorkloadMix
 from extender.inventory.store import Inventory
 from extender.model import PodKey
 from extender.platform import Platform
+from extender.runtime.command import DEFAULT_HEAD_TIMEOUT_S
+from extender.runtime.listener import (
+    PROMETHEUS,
+    Route,
+    SideListener,
+    always_ok,
+    health_route,
+    json_answer,
+)
 from extender.scheduling.scheduler import Scheduler
 from extender.server.metrics import ExtenderMetrics
 from extender.server.verbs import SchedulingVerbs
@@ -83,57 +88,21 @@ class _NoWrites:
         self._refuse(f"event on pod {pod}")
 
 
-class ReportServer:
+def report_routes(ledger: ShadowLedger) -> dict[str, Route]:
     """``GET /report`` (JSON), ``/metrics`` (Prometheus), ``/healthz``, ``/readyz`` (200 once
-    the first lists are applied). One thread, owned here; ``stop`` ends it."""
-
-    def __init__(self, ledger: ShadowLedger, host: str, port: int) -> None:
-        handler = _handler_for(ledger)
-        self._server = ThreadingHTTPServer((host, port), handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever,
-                                        name="shadow-report", daemon=True)
-
-    @property
-    def port(self) -> int:
-        return int(self._server.server_address[1])
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
+    the first lists are applied), served by the runtime's ``SideListener``."""
+    return {
+        "/report": lambda: json_answer(ledger.to_json()),
+        "/metrics": lambda: (200, ledger.exposition(), PROMETHEUS),
+        "/healthz": health_route(always_ok),
+        "/readyz": health_route(lambda: None if ledger.synced else "not synced", ok="ready"),
+    }
 
 
-def _handler_for(ledger: ShadowLedger) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # http.server's name
-            path = self.path.split("?", 1)[0]
-            if path == "/report":
-                self._send(200, orjson.dumps(ledger.to_json()), "application/json")
-            elif path == "/metrics":
-                self._send(200, ledger.exposition(), "text/plain; version=0.0.4")
-            elif path == "/healthz":
-                self._send(200, b"ok", "text/plain")
-            elif path == "/readyz":
-                ready = ledger.synced
-                self._send(200 if ready else 503, b"ok" if ready else b"not synced",
-                           "text/plain")
-            else:
-                self._send(404, orjson.dumps({"Error": f"no such path {path!r}; try /report, "
-                                                       "/metrics, /healthz, /readyz"}),
-                           "application/json")
+class ReportServer(SideListener):
+    """The shadow's listener; one thread (and its reaper), owned here; ``stop`` ends them."""
 
-        def _send(self, status: int, body: bytes, content_type: str) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            return  # the report server is quiet; the shadow logs its own lines
-
-    return Handler
+    def __init__(self, ledger: ShadowLedger, host: str, port: int, *,
+                 head_timeout_s: float = DEFAULT_HEAD_TIMEOUT_S) -> None:
+        super().__init__(report_routes(ledger), host, port, name="shadow-report",
+                         head_timeout_s=head_timeout_s)

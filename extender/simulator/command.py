@@ -23,6 +23,7 @@ from typing import Any
 
 from extender.core.scoring.registry import strategy_names
 from extender.errors import ExtenderError
+from extender.runtime.exits import EXIT_USAGE
 from extender.simulator.fleet import FleetOptions, fleet_scenario
 from extender.simulator.replay import TIE_BREAKS, Replay, ReplayOptions
 from extender.simulator.result import summary, write_json
@@ -30,7 +31,7 @@ from extender.simulator.scenario import Scenario, openb_scenario
 from extender.simulator.synthetic import synthetic_trace
 from extender.simulator.trace import load_trace
 
-EXIT_INPUT = 2
+EXIT_INPUT = EXIT_USAGE  # an input file that is not what its flag expects
 
 
 def _inflate(text: str) -> float:

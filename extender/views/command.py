@@ -14,8 +14,7 @@ from typing import Any
 import orjson
 
 from extender.errors import ConfigError, ExtenderError
-
-EXIT_USAGE = 2
+from extender.runtime.command import EXIT_OK, EXIT_USAGE, platform_or_exit
 
 
 class SourceError(ExtenderError):
@@ -53,21 +52,16 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def run_catalog(args: argparse.Namespace) -> int:
-    from extender.platform import load_platform
     from extender.views.catalog import catalog_document, render_catalog
 
-    try:
-        platform = load_platform(args.config)
-    except ConfigError as exc:
-        print(exc, file=sys.stderr)
-        return 1
+    platform = platform_or_exit(args.config)
     try:
         document = catalog_document(platform, args.type)
     except LookupError as exc:
         print(f"error: {exc.args[0]}", file=sys.stderr)
         return EXIT_USAGE
     _emit(document, args.output, render_catalog)
-    return 0
+    return EXIT_OK
 
 
 def run_inspect(args: argparse.Namespace) -> int:

@@ -47,6 +47,10 @@ def create_app(platform: Platform) -> Flask:
     def healthz() -> Response:
         return _json({"status": "ok"})
 
+    @app.get("/readyz")
+    def readyz() -> Response:  # stateless: ready once the app is loaded in the worker
+        return _json({"status": "ready"})
+
     @app.get("/metrics")
     def metrics_view() -> Response:
         return Response(metrics.exposition(), content_type=CONTENT_TYPE_LATEST)

@@ -8,6 +8,16 @@ import sys
 from pathlib import Path
 
 from extender.errors import ConfigError
+from extender.runtime.command import (
+    EXIT_ERROR,
+    EXIT_OK,
+    EXIT_USAGE,
+    add_common_flags,
+    configure_logging,
+    fail,
+    platform_or_exit,
+    positive_int,
+)
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -18,17 +28,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                     "name, the platform's node affinity and tolerations and the "
                     "visible-devices env (admission: section of the platform config); plus "
                     "GET /healthz and /metrics.")
-    parser.add_argument("--config", metavar="FILE",
-                        help="platform config YAML (default: the shipped defaults)")
-    parser.add_argument("--host", default="0.0.0.0", help="address (default: 0.0.0.0)")
-    parser.add_argument("--port", type=int, default=8443, help="port (default: 8443)")
+    add_common_flags(parser, listen=("0.0.0.0", 8443))
     parser.add_argument("--tls-cert-file", required=True, metavar="FILE",
                         help="serving certificate (PEM); reloaded when it changes on disk")
     parser.add_argument("--tls-private-key-file", required=True, metavar="FILE",
                         help="its private key (PEM)")
-    parser.add_argument("--threads", type=int, default=4, help="request threads (default: 4)")
-    parser.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
-                        default="info")
+    parser.add_argument("--threads", type=positive_int, default=4,
+                        help="request threads (default: 4)")
     parser.add_argument("--access-log", action="store_true", help="log every request")
     parser.set_defaults(run=run_webhook)
 
@@ -52,31 +58,26 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
 
 def run_webhook(args: argparse.Namespace) -> int:
-    from extender.platform import load_platform
-    from extender.server import logs
-    from extender.server.tls import TlsFiles
+    from extender.runtime.tls import TlsFiles
 
-    try:
-        platform = load_platform(args.config)
-    except ConfigError as exc:
-        print(exc, file=sys.stderr)
-        return 1
+    platform = platform_or_exit(args.config)
     try:
         TlsFiles(Path(args.tls_cert_file), Path(args.tls_private_key_file)).check(
             "gpu-extender webhook")
     except ConfigError as exc:
-        for error in exc.errors:  # "--tls-cert-file '/x' is not a readable file"
-            print(f"gpu-extender webhook: {error.path} {error.message}", file=sys.stderr)
-        return 1
+        # "gpu-extender webhook: --tls-cert-file '/x' is not a readable file"
+        raise fail("\n".join(f"gpu-extender webhook: {error.path} {error.message}"
+                             for error in exc.errors), EXIT_ERROR) from exc
     from extender.webhook import server
 
-    logs.configure(args.log_level)  # only once the invocation is known to be good
+    configure_logging(args)  # only once the invocation is known to be good
     server.run(server.WebhookOptions(host=args.host, port=args.port,
                                      cert_file=args.tls_cert_file,
                                      key_file=args.tls_private_key_file,
                                      threads=args.threads, log_level=args.log_level,
-                                     access_log=args.access_log), platform)
-    return 0
+                                     log_format=args.log_format, access_log=args.access_log,
+                                     head_timeout_s=args.head_timeout), platform)
+    return EXIT_OK
 
 
 def run_certs(args: argparse.Namespace) -> int:
@@ -89,11 +90,11 @@ def run_certs(args: argparse.Namespace) -> int:
             ipaddress.ip_address(ip)
     except ValueError as exc:
         print(f"gpu-extender webhook-certs: --ip: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     if args.days <= 0:
         print(f"gpu-extender webhook-certs: --days must be > 0, got {args.days}",
               file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     manifest = None
     if args.manifest:
         try:
@@ -101,7 +102,7 @@ def run_certs(args: argparse.Namespace) -> int:
         except OSError as exc:
             print(f"gpu-extender webhook-certs: --manifest {args.manifest}: {exc.strerror}",
                   file=sys.stderr)
-            return 2
+            return EXIT_USAGE
     issued = certs.issue([*certs.service_dns_names(args.service, args.namespace), *args.dns],
                          args.ip, days=args.days)
     out = Path(args.out_dir)
@@ -113,4 +114,4 @@ def run_certs(args: argparse.Namespace) -> int:
         written += [out / "webhook.yaml", out / "secret.yaml"]
     for path in written:
         print(path)
-    return 0
+    return EXIT_OK

@@ -2,7 +2,10 @@
 
 Unlike the extender, the webhook holds no state: any number of threads and replicas answer the
 same. One worker process with threads (a review takes well under a millisecond of Python, so
-threads only cover slow clients), ``/metrics`` then counts every review of the process.
+threads only cover slow clients), ``/metrics`` then counts every review of the process. The
+settings, the head-deadline worker (stalled TLS handshakes and request heads hold no thread:
+``failurePolicy: Ignore`` must not become "admit everything unmutated") and the certificate
+reload are the runtime's (``extender.runtime.gunicorn``).
 """
 
 from __future__ import annotations
@@ -11,11 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gunicorn.app.base import BaseApplication
-
 from extender.platform import Platform
-from extender.server.logs import logging_config
-from extender.server.tls import ReloadingTlsContext, TlsFiles
+from extender.runtime.command import DEFAULT_HEAD_TIMEOUT_S
+from extender.runtime.gunicorn import GunicornApp, common_settings
+from extender.runtime.tls import TlsFiles
 from extender.webhook.app import create_app
 
 
@@ -27,51 +29,21 @@ class WebhookOptions:
     key_file: str
     threads: int = 4
     log_level: str = "info"
+    log_format: str = "json"
     access_log: bool = False
+    head_timeout_s: float = DEFAULT_HEAD_TIMEOUT_S
 
 
 def gunicorn_settings(options: WebhookOptions) -> dict[str, Any]:
-    host = f"[{options.host}]" if ":" in options.host else options.host
-    return {
-        "bind": [f"{host}:{options.port}"],
-        "workers": 1,
-        "worker_class": "gthread",
-        "threads": options.threads,
-        # the API server keeps connections to webhooks alive (Go's 90 s idle timeout)
-        "keepalive": 120,
-        "timeout": 30,
-        "graceful_timeout": 10,
-        "certfile": options.cert_file,
-        "keyfile": options.key_file,
-        # a renewed certificate (cert-manager, the kubelet's Secret update) is served from the
-        # next connection on, without a restart
-        "ssl_context": ReloadingTlsContext(
-            TlsFiles(Path(options.cert_file), Path(options.key_file))).context,
-        "proc_name": "gpu-extender-webhook",
-        # the worker heartbeat file: /tmp is read-only under readOnlyRootFilesystem
-        "worker_tmp_dir": "/dev/shm" if Path("/dev/shm").is_dir() else None,
-        "logconfig_dict": logging_config(options.log_level, access_log=options.access_log),
-        "loglevel": options.log_level,
-        "accesslog": "-" if options.access_log else None,
-        "control_socket_disable": True,
-    }
-
-
-class WebhookApplication(BaseApplication):  # type: ignore[misc]
-    def __init__(self, settings: dict[str, Any], platform: Platform) -> None:
-        self._settings = settings
-        self._platform = platform
-        super().__init__()
-
-    def load_config(self) -> None:
-        for key, value in self._settings.items():
-            if value is not None and key in self.cfg.settings:
-                self.cfg.set(key, value)
-
-    def load(self) -> Any:
-        return create_app(self._platform)
+    return common_settings(
+        name="gpu-extender-webhook", host=options.host, port=options.port,
+        threads=options.threads, timeout=30,
+        tls=TlsFiles(Path(options.cert_file), Path(options.key_file)),
+        log_level=options.log_level, log_format=options.log_format,
+        access_log=options.access_log)
 
 
 def run(options: WebhookOptions, platform: Platform) -> None:
     """Serve until gunicorn is told to stop (SIGTERM/SIGINT)."""
-    WebhookApplication(gunicorn_settings(options), platform).run()
+    GunicornApp(gunicorn_settings(options), lambda: create_app(platform),
+                head_timeout_s=options.head_timeout_s).run()

@@ -13,8 +13,9 @@ import orjson
 
 from extender.core.scoring.registry import strategy_names
 from extender.errors import ConfigError, ExtenderError
+from extender.runtime.exits import EXIT_USAGE
 
-EXIT_INPUT = 2
+EXIT_INPUT = EXIT_USAGE  # an input file that is not what its flag expects
 TRACE_ONLY = ("nodes", "fleet")
 
 

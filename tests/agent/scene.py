@@ -36,13 +36,16 @@ class Scene:
         return entry
 
     def pod(self, n: int, name: str, assignment: Assignment | None,
-            containers: tuple[str, ...] = ("main",)) -> dict[str, Any]:
+            containers: tuple[str, ...] = ("main",), *, gpu: bool = True) -> dict[str, Any]:
+        """``gpu``: the containers ask for ``nvidia.com/gpu`` (else the pod is a CPU pod)."""
         annotations = {ANNOTATION_ASSIGNED: encode_assignment(assignment)} if assignment else {}
+        resources = {"limits": {"nvidia.com/gpu": "1"}} if gpu else {}
         pod = {"apiVersion": "v1", "kind": "Pod",
                "metadata": {"name": name, "namespace": "ml", "uid": uid(n),
                             "annotations": annotations},
                "spec": {"nodeName": self.node,
-                        "containers": [{"name": c, "image": "x"} for c in containers]},
+                        "containers": [{"name": c, "image": "x", "resources": resources}
+                                       for c in containers]},
                "status": {"phase": "Running", "containerStatuses": [
                    {"name": c, "containerID": f"containerd://{cid(n * 16 + i)}"}
                    for i, c in enumerate(containers)]}}

@@ -57,9 +57,12 @@ def test_agent_config_defaults_and_every_error_with_its_path(tmp_path: Path) -> 
                             "timeSlicing": {"replicas": -1, "resource": "nvidia.com/gpux"},
                             "colour": "blue"})
     text = str(error.value)
-    for fragment in ("colour: unknown key", "overusePolicy: 'kill' (accepted: warn, evict)",
-                     "intervalSeconds: 0", "metricsPort: 70000", "timeSlicing.replicas: -1",
-                     "timeSlicing.resource: 'nvidia.com/gpux'"):
+    for fragment in ("colour: unknown field; accepted: intervalSeconds, ",
+                     "overusePolicy: 'kill'; accepted: evict, warn",
+                     "intervalSeconds: must be > 0, got 0", "metricsPort: must be 0..65535, got "
+                     "70000", "timeSlicing.replicas: must be 0..1024, got -1",
+                     "timeSlicing.resource: 'nvidia.com/gpux'; accepted: nvidia.com/gpu, "
+                     "nvidia.com/gpu.shared"):
         assert fragment in text
     assert len(error.value.errors) == 6
 
@@ -104,6 +107,10 @@ def test_the_long_running_agent_serves_metrics_and_stops_on_sigterm(tmp_path: Pa
             except OSError:
                 time.sleep(0.2)
         assert 'pod="infer-b"' in text and "gpu_extender_agent_gpu_healthy" in text
+        assert 'gpu_extender_agent_passes_total{outcome="ok"}' in text
+        for path, body in (("/healthz", b'{"status":"ok"}'), ("/readyz", b'{"status":"ready"}')):
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as r:
+                assert (r.status, r.read()) == (200, body)
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=20) == 0
     finally:

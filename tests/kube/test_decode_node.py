@@ -434,6 +434,8 @@ BAD_ENTRIES = [
       "KeyError('start')", id="a static instance without a start"),
     P(gpu_entry(0, "t4") | {"healthy": "false"}, "healthy must be true or false, got 'false'",
       id="a health flag that is a string"),
+    P(gpu_entry(0, "t4") | {"uuid": ["x"]}, "uuid must be a string, got ['x']",
+      id="a uuid that is not a string (a share bound there failed with internal error)"),
 ]
 
 

@@ -7,7 +7,7 @@ import logging
 import orjson
 from flask.testing import FlaskClient
 
-from extender.server.logs import JsonFormatter
+from extender.runtime.logs import JsonFormatter
 from extender.server.service import ExtenderService
 from tests.server.conftest import fixture_bytes, post
 

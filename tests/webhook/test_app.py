@@ -97,6 +97,7 @@ def test_what_is_not_a_review_gets_400_with_the_reason(client: FlaskClient, body
 
 def test_health_and_metrics(client: FlaskClient) -> None:
     assert client.get("/healthz").get_json() == {"status": "ok"}
+    assert client.get("/readyz").get_json() == {"status": "ready"}
     client.post("/mutate", json=envelope(make_pod("p").gpus(1).obj()))
     client.post("/validate", data=b"{}", content_type="application/json")
     text = client.get("/metrics").get_data(as_text=True)

@@ -14,7 +14,7 @@ from cryptography import x509
 
 from extender.cli import main
 from extender.errors import ConfigError
-from extender.server.tls import ReloadingTlsContext, TlsFiles
+from extender.runtime.tls import ReloadingTlsContext, TlsFiles
 from extender.webhook.certs import issue, service_dns_names
 
 ROOT = Path(__file__).parents[2]

@@ -1,0 +1,157 @@
+"""What every command shares: exit codes, the common flags, config-or-exit, kube-or-exit, the
+signal wait, and one way to report a bad flag.
+
+A command module has ``register(commands)`` (add its parser, ``set_defaults(run=...)``) and a
+``run(args) -> int``. Its start-up reads::
+
+    def run(args):
+        configure_logging(args)
+        platform = platform_or_exit(args.config)        # prints the ConfigError, exits 1
+        configuration = kube_or_exit(args.kubeconfig)   # prints the KubeError, exits 1
+        ...
+        wait_for_signal()                               # SIGTERM / SIGINT
+
+``CommandExit`` carries the exit code to ``extender.cli.main``, which returns it; nothing here
+calls ``sys.exit`` (tests call ``main`` and read the code).
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from typing import TYPE_CHECKING, Any
+
+from extender.errors import ConfigError, FieldError
+from extender.runtime.exits import EXIT_ERROR, EXIT_OK, EXIT_USAGE
+from extender.runtime.logs import FORMATS, LEVELS
+
+if TYPE_CHECKING:
+    from extender.platform import Platform
+
+__all__ = ["EXIT_ERROR", "EXIT_OK", "EXIT_USAGE"]  # and what is defined below
+
+DEFAULT_HEAD_TIMEOUT_S = 5.0
+"""Seconds a connection gets for its TLS handshake, request line and headers (per request on a
+kept-alive connection, counted from its first byte); see ``extender.runtime.worker``."""
+
+
+class CommandExit(Exception):  # noqa: N818 (it is a control-flow signal, like SystemExit)
+    """Stop the command with ``code``; the message (if any) was printed already."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+def flag_error(flag: str, message: str, command: str = "gpu-extender serve") -> ConfigError:
+    """A bad command-line flag, reported like a config field (the flag is its path)."""
+    return ConfigError([FieldError(flag, message)], source=f"{command} flags")
+
+
+def fail(message: object, code: int = EXIT_ERROR) -> CommandExit:
+    """Print ``message`` on stderr; the ``CommandExit`` to raise."""
+    print(message, file=sys.stderr, flush=True)
+    return CommandExit(code)
+
+
+def add_common_flags(parser: argparse.ArgumentParser, *, config: bool = True,
+                     kube: bool = False, logging: bool = True,
+                     listen: tuple[str, int] | None = None) -> None:
+    """The flags every process spells the same way: ``--config``, ``--kubeconfig``,
+    ``--log-level``/``--log-format``, ``--host``/``--port`` (``listen`` gives their defaults),
+    ``--head-timeout`` (with ``listen``)."""
+    if config:
+        parser.add_argument("--config", metavar="FILE",
+                            help="platform config YAML (default: the shipped defaults)")
+    if kube:
+        parser.add_argument("--kubeconfig", metavar="FILE",
+                            help="kubeconfig to use instead of the in-cluster service account "
+                                 "/ $KUBECONFIG")
+    if logging:
+        parser.add_argument("--log-level", choices=LEVELS, default="info",
+                            help="log level (default: info)")
+        parser.add_argument("--log-format", choices=FORMATS, default="json",
+                            help="json (default): one JSON object per line on stderr; text: "
+                                 "for a terminal")
+    if listen is not None:
+        host, port = listen
+        parser.add_argument("--host", default=host, help=f"address to listen on (default: "
+                                                         f"{host})")
+        parser.add_argument("--port", type=int, default=port, help=f"port (default: {port})")
+        parser.add_argument("--head-timeout", type=positive_seconds,
+                            default=DEFAULT_HEAD_TIMEOUT_S, metavar="SECONDS",
+                            help="a connection's TLS handshake, request line and headers must "
+                                 "arrive within this (default: "
+                                 f"{DEFAULT_HEAD_TIMEOUT_S:g}); a stalled client is closed "
+                                 "without holding a thread")
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from exc
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be a positive integer")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from exc
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError("must be a positive number of seconds")
+    return value
+
+
+def configure_logging(args: argparse.Namespace) -> None:
+    from extender.runtime import logs
+
+    logs.configure(getattr(args, "log_level", "info"), getattr(args, "log_format", "json"))
+
+
+def platform_or_exit(path: str | None) -> Platform:
+    """The platform config at ``path`` (the shipped defaults for ``None``), or its
+    ``ConfigError`` printed and ``CommandExit(EXIT_ERROR)``."""
+    from extender.platform import load_platform
+
+    try:
+        return load_platform(path)
+    except ConfigError as exc:
+        raise fail(exc) from exc
+
+
+def kube_or_exit(kubeconfig: str | None) -> Any:
+    """The API server's client configuration (``--kubeconfig``, else in-cluster, else
+    $KUBECONFIG), or the ``KubeError`` printed and ``CommandExit(EXIT_ERROR)``."""
+    from extender.apiserver.client import load_configuration
+    from extender.apiserver.errors import KubeError
+
+    try:
+        return load_configuration(kubeconfig)
+    except KubeError as exc:
+        raise fail(exc) from exc
+
+
+def wait_for_signal(stop: threading.Event | None = None) -> int:
+    """Block until SIGTERM or SIGINT (or ``stop`` is set); the signal number (0 for ``stop``).
+    Installs the handlers, so call it from the main thread."""
+    done = stop or threading.Event()
+    received: list[int] = []
+
+    def handle(signum: int, _frame: object) -> None:
+        received.append(signum)
+        done.set()
+
+    previous = {signum: signal.signal(signum, handle)
+                for signum in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        done.wait()
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    return received[0] if received else 0

@@ -1,0 +1,222 @@
+"""gunicorn's threaded worker, with a deadline on every request head: no thread before the head.
+
+gunicorn's ``gthread`` worker hands a new connection to a pool thread as soon as one byte is
+readable; the thread then does the TLS handshake (``TConn.init``) and reads the request line
+and headers with a blocking socket and no deadline. A client that sends half a ClientHello or
+half a request line and stops keeps that thread forever, and as many such clients as there
+are threads freeze the port (issue 19, finding 6: 8 sockets froze ``serve``, 4 the webhook).
+
+``HeadDeadlineWorker`` changes the acceptance model, as nginx and Go's ``ReadHeaderTimeout``
+do: the worker's event loop (the one thread that already polls the listeners and the
+kept-alive connections) does the TLS handshake and reads the request head itself, without
+blocking, and a connection gets a pool thread only once its whole head (through the blank line
+that ends the headers) is in hand. Stalled sockets cost a file descriptor and a small buffer,
+never a thread; each is closed when its deadline passes:
+
+- a new connection: ``head_timeout`` seconds from ``accept`` for the handshake (client
+  certificate included) and the first request's head;
+- a kept-alive connection: idle under gunicorn's ``keepalive`` timeout as before, then
+  ``head_timeout`` seconds from the first byte of its next request;
+- a head larger than ``MAX_HEAD_BYTES`` is answered 431 and closed.
+
+The body is the application's business (``server/app.py`` reads it with its own deadline,
+``--body-read-timeout``). The deadline is checked by the event loop about once a second, so a
+stalled socket lives ``head_timeout`` to ``head_timeout + 1`` seconds.
+
+This subclasses gunicorn 27's ``ThreadWorker`` (``accept``, ``enqueue_req``, ``murder_pending``
+and ``TConn``'s fields), hence the pin ``gunicorn>=27,<28`` in ``pyproject.toml``; the test
+``tests/runtime/test_head_deadline.py`` drives it under real gunicorn.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import selectors
+import socket
+import ssl
+import time
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from gunicorn import http
+from gunicorn import sock as gunicorn_sock
+from gunicorn.workers.gthread import TConn, ThreadWorker
+
+from extender.runtime.command import DEFAULT_HEAD_TIMEOUT_S
+
+_log = logging.getLogger(__name__)
+
+MAX_HEAD_BYTES = 64 * 1024
+"""The longest request head accepted (our verbs' heads are a few hundred bytes; gunicorn's own
+limits, 4 KiB per line, are checked by its parser once the head is handed over)."""
+
+_TOO_LARGE_BODY = b'{"Error": "431: the request head is over %d bytes"}' % MAX_HEAD_BYTES
+_TOO_LARGE = (b"HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\n"
+              b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+              % (len(_TOO_LARGE_BODY), _TOO_LARGE_BODY))
+_END_OF_HEAD = (b"\r\n\r\n", b"\n\n")
+
+
+@dataclass
+class _Head:
+    """A connection whose request head is being read by the event loop."""
+
+    conn: TConn
+    deadline: float
+    handshaking: bool
+    data: bytearray = field(default_factory=bytearray)
+    events: int = 0
+    """What the poller waits for (0: not registered)."""
+
+
+class _Progress:
+    DONE = "done"
+    READ = "read"
+    WRITE = "write"
+    CLOSED = "closed"
+    TOO_LARGE = "too large"
+
+
+class HeadDeadlineWorker(ThreadWorker):  # type: ignore[misc]
+    """``worker_class`` for every gunicorn process here (``runtime.gunicorn``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.head_timeout_s = float(getattr(self.app, "head_timeout_s", DEFAULT_HEAD_TIMEOUT_S))
+        self._heads: dict[TConn, _Head] = {}
+        """Insertion order is deadline order (one timeout for all): the oldest first."""
+
+    # -- the event loop's side (gunicorn calls these on its main thread) ------------------
+
+    def accept(self, listener: socket.socket) -> None:
+        try:
+            client, address = listener.accept()
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.ECONNABORTED, errno.EWOULDBLOCK):
+                raise
+            return
+        self.nr_conns += 1
+        conn = TConn(self.cfg, client, address, listener.getsockname())  # non-blocking
+        if self.cfg.is_ssl:
+            try:
+                conn.sock = gunicorn_sock.ssl_context(self.cfg).wrap_socket(
+                    conn.sock, server_side=True, do_handshake_on_connect=False,
+                    suppress_ragged_eofs=self.cfg.suppress_ragged_eofs)
+            except (OSError, ssl.SSLError, ValueError) as exc:
+                _log.warning("TLS context unavailable; connection closed",
+                             extra={"fields": {"error": str(exc)}})
+                self._drop(conn)
+                return
+        conn.initialized = True  # TConn.init's work (wrap, parser) is done here, not in a thread
+        self._start_head(conn, handshaking=self.cfg.is_ssl)
+
+    def enqueue_req(self, conn: TConn) -> None:
+        """gunicorn's path to a thread (a kept-alive connection became readable, or bytes of
+        the next request are buffered): the head is read here first."""
+        self._start_head(conn, handshaking=False)
+
+    def murder_pending(self) -> None:
+        super().murder_pending()
+        now = time.monotonic()
+        while self._heads:
+            head = next(iter(self._heads.values()))
+            if head.deadline > now:
+                break
+            _log.debug("request head not received in time; connection closed",
+                       extra={"fields": {"client": str(head.conn.client),
+                                         "handshaking": head.handshaking,
+                                         "bytes": len(head.data)}})
+            self._finish(head)
+            self._drop(head.conn)
+
+    # -- head reading ----------------------------------------------------------------------
+
+    def _start_head(self, conn: TConn, *, handshaking: bool) -> None:
+        buffered = conn.parser.unreader.take_buffered() if conn.parser is not None else b""
+        head = _Head(conn, time.monotonic() + self.head_timeout_s, handshaking,
+                     bytearray(buffered))
+        self._heads[conn] = head
+        conn.sock.setblocking(False)
+        self._advance(head)
+
+    def _on_event(self, head: _Head, _fileobj: Any) -> None:
+        self._advance(head)
+
+    def _advance(self, head: _Head) -> None:
+        progress = self._read(head)
+        if progress == _Progress.DONE:
+            self._finish(head)
+            self._dispatch(head)
+        elif progress in (_Progress.READ, _Progress.WRITE):
+            wanted = selectors.EVENT_READ if progress == _Progress.READ else selectors.EVENT_WRITE
+            if head.events == 0:
+                self.poller.register(head.conn.sock, wanted, partial(self._on_event, head))
+            elif head.events != wanted:
+                self.poller.modify(head.conn.sock, wanted, partial(self._on_event, head))
+            head.events = wanted
+        else:
+            self._finish(head)
+            if progress == _Progress.TOO_LARGE:
+                with contextlib.suppress(OSError, ssl.SSLError):
+                    head.conn.sock.send(_TOO_LARGE)
+            self._drop(head.conn)
+
+    def _read(self, head: _Head) -> str:
+        if not head.handshaking and _complete(head.data):
+            return _Progress.DONE
+        sock = head.conn.sock
+        try:
+            if head.handshaking:
+                sock.do_handshake()
+                head.handshaking = False
+            while True:
+                chunk = sock.recv(16384)
+                if not chunk:
+                    return _Progress.CLOSED
+                head.data += chunk
+                if _complete(head.data):
+                    return _Progress.DONE
+                if len(head.data) > MAX_HEAD_BYTES:
+                    return _Progress.TOO_LARGE
+        except ssl.SSLWantReadError:
+            return _Progress.READ
+        except ssl.SSLWantWriteError:
+            return _Progress.WRITE
+        except BlockingIOError:
+            return _Progress.READ
+        except (OSError, ssl.SSLError) as exc:  # reset, bad handshake, untrusted client cert
+            _log.debug("connection failed before its request",
+                       extra={"fields": {"client": str(head.conn.client), "error": str(exc)}})
+            return _Progress.CLOSED
+
+    def _finish(self, head: _Head) -> None:
+        """No longer waiting for this head: off the poller and the deadline list."""
+        self._heads.pop(head.conn, None)
+        if head.events:
+            with contextlib.suppress(KeyError, ValueError, OSError):
+                self.poller.unregister(head.conn.sock)
+            head.events = 0
+
+    def _dispatch(self, head: _Head) -> None:
+        """The whole head is here: parse and answer it on a pool thread."""
+        conn = head.conn
+        conn.sock.setblocking(True)
+        if conn.parser is None:
+            conn.parser = http.get_parser(self.cfg, conn.sock, conn.client)
+        conn.parser.unreader.unread(bytes(head.data))
+        conn.data_ready = True
+        ThreadWorker.enqueue_req(self, conn)
+
+    def _drop(self, conn: TConn) -> None:
+        self.nr_conns -= 1
+        conn.close()
+
+
+def _complete(data: bytearray) -> bool:
+    """The blank line that ends the headers is here (empty lines before the request line, which
+    HTTP/1.1 servers skip, do not count)."""
+    start = len(data) - len(data.lstrip(b"\r\n"))
+    return any(data.find(end, start) >= 0 for end in _END_OF_HEAD)
