@@ -360,6 +360,18 @@ class Inventory:
             self._tentative.discard(uid)
             return True
 
+    def unpin(self, uid: str, ttl: float) -> bool:
+        """Give a pinned ``ASSUMED`` hold a TTL again: its bind ended without an answer (the
+        Binding may exist), so the GPUs stay held until the watch says, or the TTL passes. A
+        state flip; ``False`` if the pod holds no such hold."""
+        with self._lock:
+            current = self._holdings.get(uid)
+            if current is None or current.state is not HoldingState.ASSUMED:
+                return False
+            self._holdings[uid] = replace(current, expires_at=self._clock() + ttl)
+            self._tentative.add(uid)
+            return True
+
     def finish_binding(self, uid: str) -> None:
         """The Binding exists: keep the reservation until the watch confirms it."""
         with self._lock:
