@@ -42,7 +42,7 @@ from extender.kube import objects
 from extender.kube.shape import check_node
 from extender.model import Assignment, GpuRequest, NodeInfo, PodInfo
 from extender.platform import Platform
-from extender.sync.trust import Claims, claims_of, mismatch, same_amounts
+from extender.sync.trust import Claims, claims_of, invalid_request, mismatch, same_amounts
 
 _log = logging.getLogger(__name__)
 
@@ -236,6 +236,8 @@ class InventoryApplier:
             why = "it was set before the pod was bound (not by the node agent)"
         elif first is not None and not same_amounts(observed, first):
             why = "its amounts differ from the assignment the extender wrote"
+        elif first is not None and invalid_request(info):
+            why = None  # same amounts as what the pod holds: the devices moved
         else:
             why = mismatch(observed, info.request, known)
         if why is not None:
@@ -254,7 +256,7 @@ class InventoryApplier:
             candidate = held.assignment
         if candidate is None or candidate.node != info.node_name:
             return None
-        why = mismatch(candidate, info.request, known)
+        why = None if invalid_request(info) else mismatch(candidate, info.request, known)
         if why is not None:
             self._untrusted(info, f"gpu-extender.io/assigned not counted: {why}")
             return None

@@ -12,7 +12,9 @@ its annotations (``kubectl annotate``, or at creation), so none is taken at its 
   Binding: the owner wrote it).
 - An assignment that does not match the pod's own request is never counted (a CPU pod claiming
   eight A100s, a 1 GiB share claiming four whole T4s): the pod's GPUs are then inferred from
-  its request, as for a pod another scheduler placed.
+  its request, as for a pod another scheduler placed. A pod whose GPU request is *invalid* (not
+  absent: a config change may have made a running pod's request unreadable) keeps its first
+  ``assigned``: what it really holds must not read free, and nothing can be inferred for it.
 
 This needs no admission webhook: it is the applier's own rule over what the watch shows.
 """
@@ -31,6 +33,7 @@ from extender.model import (
     GpuGrant,
     GpuRequest,
     NodeInfo,
+    PodInfo,
     RequestKind,
 )
 
@@ -63,6 +66,18 @@ def _decoded(raw: object) -> Assignment | None:
         return decode_assignment(text)
     except ValueError:
         return None
+
+
+_NOT_THE_REQUEST = (*(f"metadata.annotations[{a}]" for a in (ANNOTATION_ASSIGNED,
+                                                             ANNOTATION_OBSERVED)),
+                    "invalid pod:")
+"""Problems of a decoded pod that are not its GPU request's (``PodDecoder.decode``)."""
+
+
+def invalid_request(info: PodInfo) -> bool:
+    """The pod has a GPU request that could not be decoded (not: it asks for none)."""
+    return info.request is None and any(not p.startswith(_NOT_THE_REQUEST)
+                                        for p in info.problems)
 
 
 def mismatch(assignment: Assignment, request: GpuRequest | None,

@@ -128,6 +128,17 @@ def test_an_assignment_that_is_not_the_request_is_inferred_instead(
     assert sorted(free) == [3072] + [T4_MIB] * 7
 
 
+def test_a_pod_whose_request_became_invalid_keeps_what_it_holds(platform: Platform) -> None:
+    """Not a CPU pod: its request cannot be read (two amount forms), so nothing can be inferred
+    for it, and the GPUs it runs on must not read free."""
+    inventory, applier = setup(platform)
+    pod = make_pod("p").namespace("ml").uid("uid-p").gpus(1).gpu_memory("4Gi") \
+        .node_name("n1").phase("Running").assigned(whole(2)).obj()
+    assert platform.pods.decode(pod).request is None
+    applier.pod_event("ADDED", pod)
+    assert free_mib(inventory)[2] == 0
+
+
 # -- finding 2: one annotation value poisons the watch-fed inventory ----------------------
 
 HUGE = orjson.dumps({"version": 1, "node": "n1", "kind": "vram", "type": "t4",
