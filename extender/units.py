@@ -28,6 +28,12 @@ MAX_REPLICAS_PER_GPU = 1024
 MAX_GPU_MEMORY_MIB = 1 << 20
 """1 TiB: the most memory one GPU may be described with."""
 
+MAX_GPU_INDEX = 1024
+"""Physical GPU indices are 0..MAX_GPU_INDEX - 1 (the inventory keeps them as int16)."""
+
+MAX_MIG_SLOTS = 8
+"""Memory slots of a MIG-partitioned GPU (the inventory's MIG masks are uint8)."""
+
 MAX_GPUS_PER_POD = MAX_GPUS_PER_NODE
 """A pod's GPUs must fit one node, so it can never need more than a node may have."""
 

@@ -28,6 +28,9 @@ class Reason(IntEnum):
     TOO_FEW_MIG_INSTANCES = 9
     UNHEALTHY = 10
     MIG_PARTITIONED = 11
+    BOUND_ELSEWHERE = 12
+    """A retried cycle of a pod whose Binding went through: only its node can host it (never
+    produced by ``fit``: the filter answers such a pod from its holding)."""
     # unschedulable: full now
     GPUS_BUSY = 20
     VRAM_BUSY = 21
@@ -68,6 +71,8 @@ _TEMPLATES: dict[Reason, Callable[[Catalog, int, int, int], str]] = {
         f"node can hold at most {a} instance(s) of this MIG profile; the pod needs {b}",
     Reason.MIG_PARTITIONED: lambda cat, a, b, c:
         f"all {a} accepted GPU(s) are MIG-partitioned; only MIG instances may use them",
+    Reason.BOUND_ELSEWHERE: lambda cat, a, b, c:
+        "the pod is already bound to another node (its Binding went through)",
     Reason.UNHEALTHY: lambda cat, a, b, c:
         f"{a} of the node's accepted GPUs are unhealthy; {b} healthy, the pod needs {c}",
     Reason.GPUS_BUSY: lambda cat, a, b, c:

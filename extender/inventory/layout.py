@@ -10,7 +10,9 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-MAX_SLOTS = 8
+from extender.units import MAX_MIG_SLOTS
+
+MAX_SLOTS = MAX_MIG_SLOTS
 
 
 def _free_starts_table() -> npt.NDArray[np.uint8]:
@@ -40,4 +42,8 @@ def phantom_slots(slots: int) -> int:
 
 
 def span_mask(start: int, slices: int) -> int:
+    """The slots ``start .. start+slices-1`` as a mask; both are clamped to the 8 slots first,
+    so a hostile ``slices`` never builds a huge integer."""
+    start = min(max(start, 0), MAX_SLOTS)
+    slices = min(max(slices, 0), MAX_SLOTS)
     return (((1 << slices) - 1) << start) & 0xFF

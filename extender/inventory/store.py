@@ -18,6 +18,13 @@ Holdings come in three states, named as kube-scheduler's cache names them:
 holds because it is gone (kube's ``RemovePod``). ``pin`` and ``finish_binding`` flip a state:
 no array changes, no generation bump.
 
+The transitions form a one-way ladder (docs/ARCHITECTURE.md, "Holdings"): a verb (``assume``,
+``pin``, ``forget``, ``expire``) only ever creates, flips or drops an ``ASSUMED`` holding; once a
+pod is ``BOUND`` or ``OBSERVED`` only the API's word (``observe``, ``remove_pod``, a relist)
+changes or drops what it holds. ``assume`` of such a pod raises ``AlreadyHeldError`` and
+``forget`` of it is a no-op, so a retried scheduling cycle of a bound pod, or a client inventing
+a request with its UID, can never move or erase its GPUs.
+
 Complexities: node upsert O(GPUs of the node + its pods), pod add/remove O(grants), snapshot
 O(1) when nothing changed, else O(cluster arrays) once.
 """
@@ -44,6 +51,7 @@ from extender.inventory.snapshot import (
     RowCache,
 )
 from extender.model import Assignment, GpuDevice, GpuGrant, NodeInfo, PodKey, RequestKind
+from extender.units import MAX_GPU_INDEX, MAX_GPU_MEMORY_MIB, MAX_GPUS_PER_POD
 
 _NODE_ARRAYS = {"node_valid": bool, "node_version": np.int64, "cpu_free": np.int64,
                 "memory_free": np.int64}
@@ -63,6 +71,11 @@ class HoldingState(Enum):
     """The value stays ``reserved``: it is the ``state`` label of the holdings metric."""
     BOUND = "bound"
     OBSERVED = "observed"
+
+
+class AlreadyHeldError(CapacityError):
+    """``assume`` of a pod that is ``BOUND`` or ``OBSERVED``: its holding is the API's, no verb
+    replaces it."""
 
 
 @dataclass(frozen=True)
@@ -106,6 +119,8 @@ class Inventory:
         self._free_rows: list[int] = []
         self._holdings: dict[str, Holding] = {}  # pod uid -> holding
         self._by_node: dict[str, set[str]] = {}  # node -> pod uids
+        self._tentative: set[str] = set()
+        """UIDs holding an ``ASSUMED`` hold that still has a TTL (prioritize's, not pinned)."""
         self._layouts: list[tuple[tuple[str, int], ...]] = [()]  # row 0: dynamic
         self._layout_index: dict[tuple[int, tuple[tuple[str, int], ...]], int] = {}
         self._layout_table = np.zeros((1, len(catalog.mig.names)), dtype=np.uint8)
@@ -297,7 +312,9 @@ class Inventory:
                     (holding.cpu_milli, holding.memory_mib):
                 self._holdings[uid] = replace(current, state=HoldingState.OBSERVED,
                                               expires_at=None, assignment=holding.assignment)
+                self._tentative.discard(uid)
                 return report
+            holding = _within_bounds(holding, report)
             self._replace(uid, replace(holding, state=HoldingState.OBSERVED, expires_at=None),
                           strict=False, report=report)
             self.conflicts_total += len(report.conflicts)
@@ -315,8 +332,13 @@ class Inventory:
                 memory_mib: int = 0, ttl: float | None = None) -> None:
         """Hold ``assignment`` for a pod being bound (``ASSUMED``); raises ``CapacityError``
         (and changes nothing) if it would break a per-GPU invariant. Replaces an earlier
-        holding of the same pod. ``ttl`` ``None``: it never expires."""
+        holding of the same pod, but never a ``BOUND`` or ``OBSERVED`` one: that raises
+        ``AlreadyHeldError`` (a ``CapacityError``). ``ttl`` ``None``: it never expires."""
         with self._lock:
+            current = self._holdings.get(key.uid)
+            if current is not None and current.state is not HoldingState.ASSUMED:
+                raise AlreadyHeldError(f"pod {key} is already {current.state.value} on node "
+                                       f"{current.node}; only the API changes that holding")
             if assignment.node not in self._index:
                 raise UnknownNodeError(f"node {assignment.node!r} is not in the inventory")
             expires = None if ttl is None else self._clock() + ttl
@@ -335,6 +357,19 @@ class Inventory:
                 return False
             if current.expires_at is not None:
                 self._holdings[uid] = replace(current, expires_at=None)
+            self._tentative.discard(uid)
+            return True
+
+    def unpin(self, uid: str, ttl: float) -> bool:
+        """Give a pinned ``ASSUMED`` hold a TTL again: its bind ended without an answer (the
+        Binding may exist), so the GPUs stay held until the watch says, or the TTL passes. A
+        state flip; ``False`` if the pod holds no such hold."""
+        with self._lock:
+            current = self._holdings.get(uid)
+            if current is None or current.state is not HoldingState.ASSUMED:
+                return False
+            self._holdings[uid] = replace(current, expires_at=self._clock() + ttl)
+            self._tentative.add(uid)
             return True
 
     def finish_binding(self, uid: str) -> None:
@@ -343,13 +378,15 @@ class Inventory:
             current = self._holdings.get(uid)
             if current is not None and current.state is HoldingState.ASSUMED:
                 self._holdings[uid] = replace(current, state=HoldingState.BOUND, expires_at=None)
+                self._tentative.discard(uid)
 
     def forget(self, uid: str) -> bool:
-        """Drop an assumed or bound pod's holding (idempotent). Observed holdings are left
-        alone: only the API can say those pods are gone (``remove_pod``)."""
+        """Drop an assumed pod's holding (idempotent). Bound and observed holdings are left
+        alone: the Binding exists, so only the API can say those pods are gone or moved
+        (``observe``, ``remove_pod``, a relist)."""
         with self._lock:
             current = self._holdings.get(uid)
-            if current is None or current.state is HoldingState.OBSERVED:
+            if current is None or current.state is not HoldingState.ASSUMED:
                 return False
             self._replace(uid, None, strict=False, report=ApplyReport())
             return True
@@ -368,6 +405,12 @@ class Inventory:
     def holding(self, uid: str) -> Holding | None:
         with self._lock:
             return self._holdings.get(uid)
+
+    def tentative_holds(self) -> list[Holding]:
+        """The ``ASSUMED`` holds that still have a TTL (prioritize's, no bind in flight yet):
+        O(their number), which the prioritize hold budget keeps small."""
+        with self._lock:
+            return [self._holdings[uid] for uid in self._tentative]
 
     def holdings(self) -> list[Holding]:
         with self._lock:
@@ -388,8 +431,11 @@ class Inventory:
                 touched.add(row)
             self._by_node.get(old.node, set()).discard(uid)
             del self._holdings[uid]
+            self._tentative.discard(uid)
         if new is not None:
             self._holdings[uid] = new
+            if new.state is HoldingState.ASSUMED and new.expires_at is not None:
+                self._tentative.add(uid)
             self._by_node.setdefault(new.node, set()).add(uid)
             row = self._index.get(new.node)
             if row is not None:
@@ -608,6 +654,25 @@ class Inventory:
                     continue
                 self.observe(holding)
             return repairs
+
+
+def _within_bounds(holding: Holding, report: ApplyReport) -> Holding:
+    """Validate before applying: a grant no GPU can have (the decoders refuse those; this
+    guards every other caller) would overflow the arrays half-way through an apply, so such
+    an assignment is not counted at all, and reported."""
+    assignment = holding.assignment
+    if assignment is None:
+        return holding
+    for grant in assignment.grants:
+        mig_ok = grant.mig_profile is None or (
+            0 <= grant.mig_start < MAX_SLOTS
+            and 1 <= grant.mig_slices <= MAX_SLOTS - grant.mig_start)
+        if not (0 <= grant.index < MAX_GPU_INDEX and 0 <= grant.vram_mib <= MAX_GPU_MEMORY_MIB
+                and mig_ok) or len(assignment.grants) > MAX_GPUS_PER_POD:
+            report.conflicts.append(f"{holding.key}: GPU grant {grant} is out of range; its "
+                                    "assignment is not counted")
+            return replace(holding, assignment=None)
+    return holding
 
 
 def _same_grants(a: Assignment | None, b: Assignment | None) -> bool:

@@ -38,6 +38,7 @@ from extender.quantity import (
     quantity_to_milli,
 )
 from extender.units import (
+    MAX_GPU_INDEX,
     MAX_GPU_MEMORY_MIB,
     MAX_GPUS_PER_NODE,
     MAX_REPLICAS_PER_GPU,
@@ -364,10 +365,6 @@ def _lowest_starts(profile: MigProfile, count: int) -> list[int]:
 
 def _max_instances(profile: MigProfile) -> int:
     return len(_lowest_starts(profile, len(profile.starts)))
-
-
-MAX_GPU_INDEX = 1024
-"""Device indices the node annotation may use (NVML numbers GPUs from 0)."""
 
 
 def _count(value: object) -> int:

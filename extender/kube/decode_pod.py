@@ -25,6 +25,7 @@ from extender.kube import objects
 from extender.kube.annotations import decode_assignment
 from extender.kube.labels import LabelMapper
 from extender.kube.selection import NodeSelection, pinned_values, selection_of
+from extender.kube.shape import ShapeError, check_pod
 from extender.model import (
     ANNOTATION_ACCELERATORS,
     ANNOTATION_EXCLUDE,
@@ -92,22 +93,30 @@ class PodDecoder:
 
     # -- entry points ----------------------------------------------------------------------
 
-    def decode(self, pod: Mapping[str, Any]) -> PodInfo:
+    def decode(self, pod: Mapping[str, Any], *, checked: bool = False) -> PodInfo:
         """Decode a pod; an invalid GPU request is recorded in ``problems``, never raised.
 
         The watch must never drop a pod because its request is malformed: what it holds (its
-        ``assigned`` annotation) still counts.
+        ``assigned`` annotation) still counts. The pod's shape is checked first
+        (``kube.shape``, skipped when the caller already did: ``checked``), so every entrance
+        (the verbs, the watch, a relist, the cluster file, the shadow) has the same edge: a part
+        of the wrong JSON type, or nesting 300 deep, is one problem naming its path; nothing
+        below assumes a type the check did not guarantee.
         """
+        key = objects.pod_key(pod)
+        if not checked:
+            try:
+                check_pod(pod)
+            except ShapeError as exc:
+                return PodInfo(key=key, request=None, node_name=objects.node_name(pod),
+                               problems=(f"invalid pod: {exc}",))
         spec = pod.get("spec") or {}
         status = pod.get("status") or {}
-        key = objects.pod_key(pod)
         problems: list[str] = []
         try:
             request = self.request(pod)
         except RequestError as exc:
             request, problems = None, [str(exc)]
-        except (AttributeError, TypeError) as exc:  # shapes only a hand-written cluster file has
-            request, problems = None, [f"spec: malformed pod ({exc})"]
         assignment = None
         # The node agent's correction (the devices the kubelet really gave) wins over our
         # choice; a malformed one is reported and the choice still counts.
@@ -120,10 +129,7 @@ class PodDecoder:
                 break
             except ValueError as exc:
                 problems.append(f"metadata.annotations[{annotation}]: {exc}")
-        try:
-            cpu, memory = self._cpu_memory(spec)
-        except (AttributeError, TypeError):
-            cpu, memory = 0, 0  # already reported above
+        cpu, memory = self._cpu_memory(spec)
         return PodInfo(
             key=key,
             request=request,

@@ -1,4 +1,10 @@
-"""Bind: re-check, pin, persist, bind; forget the hold on any failure.
+"""Bind: re-check, pin, persist, bind; forget the hold when the Binding was refused.
+
+A bind that ended without an answer (a timeout, a reset connection, a 5xx: the Binding may well
+exist) does not forget: the hold gets its TTL back (``Inventory.unpin``), so the GPUs stay held
+until the watch shows the pod bound (``OBSERVED``) or the TTL passes. A pod the inventory holds
+``BOUND``/``OBSERVED`` is answered from that holding: on its node "already bound" is a success,
+anywhere else a refusal, and neither forgets it.
 
 kube-scheduler binds in one goroutine per pod, so binds arrive concurrently. The decision (is
 the pod's assumed hold on the chosen node? if not, which GPUs there?) and the inventory write
@@ -22,7 +28,7 @@ from enum import Enum
 
 from extender.apiserver.binder import Binder
 from extender.apiserver.client import PodWriter
-from extender.apiserver.errors import KubeError
+from extender.apiserver.errors import KubeError, Unavailable
 from extender.core.assign import NoFitError, assign
 from extender.errors import CapacityError, ExtenderError, UnknownNodeError
 from extender.inventory.snapshot import ClusterSnapshot
@@ -77,13 +83,16 @@ raise."""
 class Bind:
     def __init__(self, inventory: Inventory, cycles: CycleTable, binder: Binder,
                  api: PodWriter, placed: PlacedPods, *,
-                 announce: Announce | None = None) -> None:
+                 announce: Announce | None = None, unanswered_ttl: float = 30.0) -> None:
+        """``unanswered_ttl``: how long the GPUs of a bind that got no answer stay held
+        without the watch confirming them (the reservation TTL)."""
         self._inventory = inventory
         self._cycles = cycles
         self._binder = binder
         self._api = api
         self._placed = placed
         self._announce = announce
+        self._unanswered_ttl = unanswered_ttl
         self._lock = threading.Lock()
 
     def __call__(self, key: PodKey, node: str) -> BindOutcome:
@@ -100,16 +109,19 @@ class Bind:
             return BindOutcome(Decision.API_ERROR, f"cannot read pod {key}: {exc}")
         ours = decision.backing is _Backing.OUR_HOLD
         completed = False
+        unanswered = False
         try:
             self._binder.bind(key, node, decision.assignment)
             completed = True
         except KubeError as exc:
+            unanswered = _unanswered(exc)
             _log.warning("bind failed", extra={"fields": {"pod": str(key), "node": node,
                                                            "error": str(exc)}})
             self._binder.warn(key, "GpuBindFailed", f"binding to {node} failed: {exc}")
             return BindOutcome(Decision.API_ERROR, f"binding {key} to {node} failed: {exc}")
         finally:
-            if not completed and ours:
+            if not completed and ours and not (
+                    unanswered and self._inventory.unpin(key.uid, self._unanswered_ttl)):
                 self._inventory.forget(key.uid)
         self._inventory.finish_binding(key.uid)
         pod = cycle.pod
@@ -122,6 +134,7 @@ class Bind:
         return BindOutcome(Decision.BOUND)
 
     def _decide(self, key: PodKey, node: str, cycle: PodCycle) -> _Decision:
+        # A BOUND/OBSERVED holding is answered from (never replaced): see holds.py.
         pod = cycle.pod
         holding = self._inventory.holding(key.uid)
         if holding is not None and holding.state is not HoldingState.ASSUMED:
@@ -172,3 +185,8 @@ class Bind:
             raise _RefusedError(f"pod {key} was recreated (uid {cycle.pod.key.uid}, expected "
                            f"{key.uid})", Decision.REFUSED)
         return cycle
+
+
+def _unanswered(exc: KubeError) -> bool:
+    """Whether the Binding may exist after all: no answer (``status`` ``None``) or a 5xx."""
+    return isinstance(exc, Unavailable) or exc.status is None or exc.status >= 500

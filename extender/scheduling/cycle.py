@@ -14,6 +14,8 @@ field         written by   valid while
                            explanation of the chosen node)
 ``held``      prioritize,  a record of what the cycle assumed last; cleared when the cycle
               bind         forgets it (a new filter, bind choosing another node), not on TTL
+``passed``    filter       the pod's version: this extender's filter found a node for it, so
+                           prioritize may hold GPUs for it (``scheduling/holds.py``)
 ============  ===========  ================================================================
 
 The inventory, not the cycle, is where a hold takes effect (other pods' cycles must see it):
@@ -80,6 +82,7 @@ class PodCycle:
     scores: ScoreResult | None = None
     scored_on: tuple[ClusterSnapshot, FitResult] | None = None
     held: Assignment | None = None
+    passed: bool = False
 
 
 class CycleTable:

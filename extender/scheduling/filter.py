@@ -7,7 +7,12 @@ Writes, all of them bookkeeping of the cycle (no GPU is taken here):
 - releases holds whose TTL passed (``Expiry``, at most every 0.25 s);
 - drops a stale prioritize-time hold of the very pod being filtered (kube is scheduling it
   again, so that hold is dead and must not count against it);
-- keeps the fit on the cycle for prioritize (``PodCycle.fit``).
+- keeps the fit on the cycle for prioritize (``PodCycle.fit``), and whether a node passed
+  (``PodCycle.passed``: prioritize holds GPUs only for such a pod).
+
+A pod the inventory holds as ``BOUND`` or ``OBSERVED`` (kube-scheduler retrying a cycle whose
+bind answer it lost) is answered from its binding (``holds.bound_evaluation``): its node fits,
+its own GPUs never count against it.
 
 Nodes that are only full now go to ``FailedNodes`` (preemption may help), nodes that can never
 host the pod to ``FailedAndUnresolvableNodes``: the caller groups ``Evaluation.code`` by message.
@@ -23,6 +28,7 @@ from extender.inventory.store import HoldingState, Inventory
 from extender.scheduling.cycle import CycleTable, HoldEvents, PodCycle
 from extender.scheduling.evaluate import Evaluation, Evaluator
 from extender.scheduling.expiry import Expiry
+from extender.scheduling.holds import api_holding, bound_evaluation
 from extender.scheduling.outcome import Decision
 
 
@@ -55,12 +61,18 @@ class Filter:
         if not self._inventory.has_synced():
             return FilterOutcome(Decision.NOT_SYNCED, cycle)
         self._expiry.tick()
-        self._drop_stale_hold(cycle)
-        evaluation = self._evaluator.evaluate(
-            self._inventory.snapshot(), pod.placement, names,
-            cycle=cycle if pod.key.uid else None, nodes=nodes)
-        decision = Decision.FEASIBLE if evaluation.fits.any() else Decision.NO_FIT
-        return FilterOutcome(decision, cycle, evaluation)
+        bound = api_holding(self._inventory, pod.key.uid)
+        if bound is not None:
+            evaluation = bound_evaluation(self._inventory.snapshot(), names, bound.node)
+        else:
+            self._drop_stale_hold(cycle)
+            evaluation = self._evaluator.evaluate(
+                self._inventory.snapshot(), pod.placement, names,
+                cycle=cycle if pod.key.uid else None, nodes=nodes)
+        passed = bool(evaluation.fits.any())
+        cycle.passed = passed
+        return FilterOutcome(Decision.FEASIBLE if passed else Decision.NO_FIT, cycle,
+                             evaluation)
 
     def _drop_stale_hold(self, cycle: PodCycle) -> None:
         uid = cycle.pod.key.uid

@@ -14,10 +14,12 @@ from typing import Any
 from extender.core.request import PlacementRequest
 from extender.kube import objects
 from extender.kube.shape import ShapeError, check_pod
-from extender.model import ANNOTATION_ASSIGNED, GpuRequest, NodeInfo, PodKey
+from extender.model import ASSIGNMENT_ANNOTATIONS, GpuRequest, NodeInfo, PodKey
 from extender.platform import Platform
 
-_ANNOTATION_PROBLEM = f"metadata.annotations[{ANNOTATION_ASSIGNED}]"
+_ANNOTATION_PROBLEMS = tuple(f"metadata.annotations[{a}]" for a in ASSIGNMENT_ANNOTATIONS)
+"""Problems of our annotations (``assigned`` and the agent's ``assigned-observed``): on a pod
+that asks for no GPU they are not its request's fault (``/validate`` admits such a pod too)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -54,12 +56,12 @@ def decode_pod(platform: Platform, pod: Mapping[str, Any], key: PodKey,
         check_pod(pod)
     except ShapeError as exc:
         return DecodedPod(key, version, None, None, f"invalid GPU request: {exc}", 0, 0, "")
-    info = platform.pods.decode(pod)
+    info = platform.pods.decode(pod, checked=True)
     error = None
     if info.request is None:
         # The decoder records a bad request first; a bad annotation alone (our own, on a pod
         # that asks for no GPU) is not the request's fault.
-        request_problems = [p for p in info.problems if not p.startswith(_ANNOTATION_PROBLEM)]
+        request_problems = [p for p in info.problems if not p.startswith(_ANNOTATION_PROBLEMS)]
         if request_problems:
             error = f"invalid GPU request: {request_problems[0]}"
     placement = None

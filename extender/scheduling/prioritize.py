@@ -2,7 +2,9 @@
 
 kube-scheduler starts the next pod's cycle before this pod's bind lands, and that next filter
 must already see these GPUs as taken: so the best node's GPUs are assumed in the inventory
-(``ASSUMED``, with a TTL) and the bind keeps them if kube-scheduler agrees.
+(``ASSUMED``, with a TTL) and the bind keeps them if kube-scheduler agrees. Only for a pod that
+passed this extender's filter in the same cycle, within a budget per node and per namespace,
+and never for a bound pod (``scheduling/holds.py``).
 
 Writes: the cycle's fit (if the generation moved since filter), its scores and its held
 assignment; the inventory's assumed holding; expired holds (``Expiry``).
@@ -31,6 +33,7 @@ from extender.inventory.store import Inventory
 from extender.scheduling.cycle import CycleTable, HoldEvents, PodCycle
 from extender.scheduling.evaluate import Evaluation, Evaluator
 from extender.scheduling.expiry import Expiry
+from extender.scheduling.holds import api_holding, bound_scores, within_budget
 from extender.scheduling.outcome import Decision
 from extender.scheduling.place import place
 
@@ -137,6 +140,9 @@ class Prioritize:
         if not self._inventory.has_synced():
             return PrioritizeOutcome(Decision.NOT_SYNCED, cycle)
         self._expiry.tick()
+        bound = api_holding(self._inventory, pod.key.uid)
+        if bound is not None:  # a retried cycle of a bound pod: its node, nothing held
+            return PrioritizeOutcome(Decision.SCORED, cycle, bound_scores(names, bound.node))
         evaluation = self._evaluator.evaluate(
             self._inventory.snapshot(), pod.placement, names,
             cycle=cycle if pod.key.uid else None, nodes=nodes)
@@ -151,10 +157,17 @@ class Prioritize:
         pod = cycle.pod
         if not pod.key.uid:
             return
+        if not cycle.passed:  # no filter of ours passed this cycle (an invented request)
+            self._events.reservation("unfiltered")
+            return
         assert pod.placement is not None
         try:
             placement = place(evaluation.snapshot, pod.placement, evaluation.fit, result)
             if placement is None:
+                return
+            if not within_budget(self._inventory, pod.key.uid, placement.assignment.node,
+                                 pod.key.namespace):
+                self._events.reservation("over_budget")
                 return
             self._inventory.assume(pod.key, placement.assignment, cpu_milli=pod.cpu_milli,
                                    memory_mib=pod.memory_mib, ttl=self._ttl)

@@ -111,7 +111,9 @@ class ExtenderService:
             self._stoppers.pop()()
 
     def ready(self) -> bool:
-        return self.inventory.has_synced()
+        """Synced, and (online) both watches still running: a watch whose relists fail every
+        time leaves the books frozen, which must not read as ready."""
+        return self.inventory.has_synced() and (self.sync is None or self.sync.running())
 
     def find_pod(self, namespace: str, name: str) -> dict[str, Any]:
         """The pod as the API (or the offline file) has it; raises ``KubeError``."""

@@ -6,10 +6,17 @@ Rules, in the order they are checked for a pod:
 - not bound (no ``spec.nodeName``): holds nothing in the API's eyes, but a reservation or a
   Binding of ours may be in flight for it, so a live ``ASSUMED``/``BOUND`` holding is never
   dropped by such an event (it is older than our bind, or our annotation patch);
-- bound, with our ``gpu-extender.io/assigned`` annotation naming that node: holds exactly that;
-- bound without it (another scheduler placed it, or the annotation names another node): the
-  GPUs are inferred with the core's default assignment, so their capacity is still counted; the
-  inference is remembered so later events of the same pod do not move it.
+- bound, with an assignment the books trust (``sync/trust.py``: the first ``assigned`` of the
+  UID, or a consistent ``assigned-observed`` correction, matching the pod's own request) naming
+  that node: holds exactly that;
+- bound without one (another scheduler placed it, the annotation names another node, or what it
+  says does not match the pod's request): the GPUs are inferred with the core's default
+  assignment, so their capacity is still counted; the inference is remembered so later events
+  of the same pod do not move it. A pod that asks for no GPU holds none, whatever it claims.
+
+Every object is shape-checked (``kube.shape``) before it is decoded, like at the HTTP verbs; one
+object that cannot be read or applied is logged and counted (``bad_objects_total``) and never
+stops a list, a relist or a node update.
 
 Every bound pod with a valid GPU request is also reported to ``on_placed`` (the service feeds
 its workload mix from it, so a restart relearns the mix from the pods already running).
@@ -32,8 +39,10 @@ from extender.core.assign import NoFitError, assign
 from extender.core.request import PlacementRequest
 from extender.inventory.store import ApplyReport, Holding, HoldingState, Inventory
 from extender.kube import objects
+from extender.kube.shape import check_node
 from extender.model import Assignment, GpuRequest, NodeInfo, PodInfo
 from extender.platform import Platform
+from extender.sync.trust import Claims, claims_of, invalid_request, mismatch, same_amounts
 
 _log = logging.getLogger(__name__)
 
@@ -57,8 +66,15 @@ class InventoryApplier:
         self._nodes: dict[str, NodeInfo] = {}
         self._inferred: dict[str, Assignment] = {}  # pod uid -> GPUs we inferred for it
         self._awaiting: dict[str, dict[str, PodInfo]] = {}  # node -> uid -> pod to infer
+        self._claims: dict[str, Claims] = {}  # uid -> its annotations (bound pods, this event)
+        self._written: dict[str, Assignment] = {}  # uid -> the first ``assigned`` kept
+        self._preset: dict[str, str] = {}  # uid -> assigned-observed seen before it was bound
         self.inferred_total = 0
         self.inference_failures_total = 0
+        self.untrusted_total = 0
+        """Assignment annotations not counted (changed, pre-set, or not the pod's request)."""
+        self.bad_objects_total = 0
+        """Objects of a list or event that could not be read or applied (skipped)."""
 
     # -- nodes -------------------------------------------------------------------------------
 
@@ -69,8 +85,8 @@ class InventoryApplier:
                 self._nodes.pop(name, None)
                 self._inventory.remove_node(name)
                 return
-            info = self._platform.nodes.decode(node)
-            if not info.name or self._nodes.get(info.name) == info:
+            info = self._decode_node(node)
+            if info is None or not info.name or self._nodes.get(info.name) == info:
                 return  # status heartbeats change nothing we read
             self._upsert(info)
             self._report_problems(info, node)
@@ -78,8 +94,8 @@ class InventoryApplier:
     def replace_nodes(self, nodes: Iterable[Mapping[str, Any]]) -> dict[str, int]:
         """Make the inventory's nodes exactly ``nodes`` (a fresh list); pods are untouched."""
         with self._lock:
-            nodes = list(nodes)
-            decoded = [(self._platform.nodes.decode(node), node) for node in nodes]
+            decoded = [(info, node) for node in nodes
+                       if (info := self._decode_node(node)) is not None]
             infos = [info for info, _ in decoded if info.name]
             observed = [h for h in self._inventory.holdings()
                         if h.state is HoldingState.OBSERVED]
@@ -91,6 +107,20 @@ class InventoryApplier:
                 if info.name:
                     self._report_problems(info, node)
             return repairs
+
+    def _decode_node(self, node: Mapping[str, Any]) -> NodeInfo | None:
+        """The node decoded behind the shape check; ``None`` (logged, counted) if unreadable."""
+        try:
+            check_node(node)
+            return self._platform.nodes.decode(node)
+        except Exception as exc:  # one bad object must not stop a list
+            self._bad("node", objects.name(node), exc)
+            return None
+
+    def _bad(self, kind: str, name: str, exc: Exception) -> None:
+        self.bad_objects_total += 1
+        _log.warning("object not applied", extra={"fields": {
+            "kind": kind, "name": name, "error": f"{type(exc).__name__}: {exc}"}})
 
     def _report_problems(self, info: NodeInfo, node: Mapping[str, Any]) -> None:
         if self._on_node_problems is not None:
@@ -118,10 +148,12 @@ class InventoryApplier:
             if info.terminal:
                 self._remove_pod(info.key.uid)
             elif not info.node_name:
+                self._remember_preset(info.key.uid, pod)
                 current = self._inventory.holding(info.key.uid)
                 if current is not None and current.state is HoldingState.OBSERVED:
                     self._remove_pod(info.key.uid)  # unbound again: only a recreated pod does that
             else:
+                self._claims[info.key.uid] = claims_of(objects.annotations(pod))
                 holding = self._holding(info)
                 _log_conflicts(self._inventory.observe(holding), f"pod {info.key}")
                 self._placed(info)
@@ -133,12 +165,24 @@ class InventoryApplier:
             holdings: list[Holding] = []
             to_infer: list[PodInfo] = []
             live: set[str] = set()
-            for info in map(self._platform.pods.decode, pods):
-                if not info.key.uid or info.terminal or not info.node_name:
+            preset, self._preset = self._preset, {}
+            for pod in pods:
+                try:
+                    info = self._platform.pods.decode(pod)
+                except Exception as exc:  # one bad object must not stop a list
+                    self._bad("pod", objects.name(pod), exc)
+                    continue
+                if not info.key.uid or info.terminal:
+                    continue
+                if not info.node_name:
+                    self._remember_preset(info.key.uid, pod)
                     continue
                 live.add(info.key.uid)
+                if info.key.uid in preset:
+                    self._preset[info.key.uid] = preset[info.key.uid]
                 self._placed(info)
-                assignment = _own_assignment(info)
+                self._claims[info.key.uid] = claims_of(objects.annotations(pod))
+                assignment = self._counted(info)
                 if assignment is None and info.request is not None:
                     known = self._inferred.get(info.key.uid)
                     if known is not None and known.node == info.node_name:
@@ -147,6 +191,8 @@ class InventoryApplier:
                         to_infer.append(info)
                 holdings.append(_holding_of(info, assignment))
             self._inferred = {uid: a for uid, a in self._inferred.items() if uid in live}
+            self._written = {uid: a for uid, a in self._written.items() if uid in live}
+            self._claims = {uid: c for uid, c in self._claims.items() if uid in live}
             self._awaiting = {}
             repairs = self._inventory.replace_all(list(self._nodes.values()), holdings)
             # One at a time: each inference must see the GPUs the previous one took.
@@ -159,10 +205,68 @@ class InventoryApplier:
             self.on_placed(info)
 
     def _holding(self, info: PodInfo) -> Holding:
-        assignment = _own_assignment(info)
+        assignment = self._counted(info)
         if assignment is None and info.request is not None:
             assignment = self._infer(info)
         return _holding_of(info, assignment)
+
+    # -- what the books trust (sync/trust.py) ------------------------------------------------
+
+    def _remember_preset(self, uid: str, pod: Mapping[str, Any]) -> None:
+        text = claims_of(objects.annotations(pod)).observed_text
+        if text is not None:
+            self._preset[uid] = text
+
+    def _counted(self, info: PodInfo) -> Assignment | None:
+        """The assignment of a bound pod that the books count (``None``: none to trust)."""
+        uid, node = info.key.uid, info.node_name
+        claims = self._claims.get(uid) or Claims(None, None, None)
+        known = self._nodes.get(node)
+        first = self._written.get(uid)
+        if first is None or first.node != node:
+            first = self._first_assigned(info, claims, known)
+        elif claims.assigned is not None and claims.assigned != first:
+            self._untrusted(info, "gpu-extender.io/assigned changed after the extender wrote "
+                                  "it; the change is ignored")
+        observed = claims.observed
+        if observed is None or observed.node != node:
+            return first
+        why = None
+        if claims.observed_text == self._preset.get(uid):
+            why = "it was set before the pod was bound (not by the node agent)"
+        elif first is not None and not same_amounts(observed, first):
+            why = "its amounts differ from the assignment the extender wrote"
+        elif first is not None and invalid_request(info):
+            why = None  # same amounts as what the pod holds: the devices moved
+        else:
+            why = mismatch(observed, info.request, known)
+        if why is not None:
+            self._untrusted(info, f"gpu-extender.io/assigned-observed not counted: {why}")
+            return first
+        return observed
+
+    def _first_assigned(self, info: PodInfo, claims: Claims,
+                        known: NodeInfo | None) -> Assignment | None:
+        """The pod's first assignment on its node: our own Binding's (a ``BOUND`` holding),
+        else its ``assigned`` annotation, if either matches the pod's request."""
+        held = self._inventory.holding(info.key.uid)
+        candidate = claims.assigned
+        if held is not None and held.state is HoldingState.BOUND and \
+                held.node == info.node_name and held.assignment is not None:
+            candidate = held.assignment
+        if candidate is None or candidate.node != info.node_name:
+            return None
+        why = None if invalid_request(info) else mismatch(candidate, info.request, known)
+        if why is not None:
+            self._untrusted(info, f"gpu-extender.io/assigned not counted: {why}")
+            return None
+        self._written[info.key.uid] = candidate
+        return candidate
+
+    def _untrusted(self, info: PodInfo, why: str) -> None:
+        self.untrusted_total += 1
+        _log.warning("assignment annotation not trusted", extra={"fields": {
+            "pod": str(info.key), "node": info.node_name, "reason": why}})
 
     def _infer(self, info: PodInfo) -> Assignment | None:
         uid = info.key.uid
@@ -211,16 +315,11 @@ class InventoryApplier:
             return
         self._inventory.remove_pod(uid)
         self._inferred.pop(uid, None)
+        self._written.pop(uid, None)
+        self._claims.pop(uid, None)
+        self._preset.pop(uid, None)
         for waiting in self._awaiting.values():
             waiting.pop(uid, None)
-
-
-def _own_assignment(info: PodInfo) -> Assignment | None:
-    """Our annotation, if it describes where the pod actually is."""
-    assignment = info.assignment
-    if assignment is not None and assignment.node == info.node_name:
-        return assignment
-    return None
 
 
 def _holding_of(info: PodInfo, assignment: Assignment | None) -> Holding:

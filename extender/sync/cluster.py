@@ -48,6 +48,10 @@ class ClusterSync:
         self.pods.stop()
         self.nodes.stop()
 
+    def running(self) -> bool:
+        """Both watches are alive and their relists work (``/readyz``)."""
+        return self.nodes.running() and self.pods.running()
+
     def _maybe_synced(self) -> None:
         if self.nodes.synced.is_set() and self.pods.synced.is_set():
             self._inventory.mark_synced()

@@ -24,6 +24,7 @@ from extender.apiserver.errors import Conflict, NotFound
 from extender.errors import ExtenderError
 from extender.inventory.store import Inventory
 from extender.kube import objects
+from extender.kube.shape import ShapeError, check_pod
 from extender.model import PodKey
 from extender.sync.apply import InventoryApplier
 
@@ -101,7 +102,13 @@ class OfflineCluster:
 
     def admit(self, pod: Mapping[str, Any]) -> None:
         """Remember a pending pod kube-scheduler asked about (it is not in the file), so a
-        bind of it can be recorded."""
+        bind of it can be recorded. Only a pod of a valid shape (``kube.shape``): an API server
+        holds no other, and the verb already answers such a pod with its problem (a copy of a
+        pod nested 300 deep would raise here)."""
+        try:
+            check_pod(pod)
+        except ShapeError:
+            return
         key = _name_of(pod)
         with self._lock:
             if key not in self._pods:

@@ -93,6 +93,8 @@ class ResourceWatcher:
         self.cursor = WatchCursor("")
         self.events_applied = 0
         self.events_failed = 0
+        self.lists_failed_in_a_row = 0
+        """Relists that failed since the last one that worked (``running`` reads it)."""
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -110,6 +112,18 @@ class ResourceWatcher:
     @property
     def stopped(self) -> bool:
         return self._stop.is_set()
+
+    FAILED_LISTS_NOT_RUNNING = 3
+    """Relists failing in a row after which the watch counts as not running (one failure is
+    an API server blip the backoff retries; three in a row, a watch that never comes back)."""
+
+    def running(self) -> bool:
+        """Whether the loop is alive and keeping up: its thread runs and its relists work (a
+        relist that fails every time, e.g. on an object it cannot apply, is a watch that never
+        runs again, however long the thread lives)."""
+        thread = self._thread
+        return thread is not None and thread.is_alive() and not self._stop.is_set() and \
+            self.lists_failed_in_a_row < self.FAILED_LISTS_NOT_RUNNING
 
     def request_relist(self, reason: str = "reconcile") -> None:
         """Relist at the next opportunity (the open stream is aborted)."""
@@ -131,8 +145,11 @@ class ResourceWatcher:
                 if self._stop.is_set():
                     return
         while not self._stop.is_set():
-            if self._relist_reason is not None and not self._try(self._relist_now, "list"):
-                continue
+            if self._relist_reason is not None:
+                if not self._try(self._relist_now, "list"):
+                    self.lists_failed_in_a_row += 1
+                    continue
+                self.lists_failed_in_a_row = 0
             self._try(self._watch_and_pace, "watch")
 
     def _try(self, step: Callable[[], None], what: str) -> bool:

@@ -319,7 +319,8 @@ def test_random_clusters_exercise_every_reason_and_kind() -> None:
             if result.fits.any():
                 fitting_kinds.add(req.kind)
     from extender.core.reasons import Reason
-    expected = {int(r) for r in Reason} - {Reason.CPU_BUSY, Reason.MEMORY_BUSY}
+    expected = {int(r) for r in Reason} - {Reason.CPU_BUSY, Reason.MEMORY_BUSY,
+                                           Reason.BOUND_ELSEWHERE}
     assert expected - seen_codes == set()
     assert fitting_kinds == set(RequestKind)
 

@@ -40,6 +40,7 @@ from extender.core.scoring.capacity import _used_rows, used_fraction
 from extender.core.workload import Shape
 from extender.errors import CapacityError, UnknownNodeError
 from extender.inventory import ClusterSnapshot, Holding, HoldingState, Inventory
+from extender.inventory.store import AlreadyHeldError
 from extender.model import Assignment, GpuGrant, GpuRequest, NodeInfo, PodKey, RequestKind
 from tests.clock import FakeClock
 from tests.core.helpers import catalog, placement, random_node, random_request
@@ -197,9 +198,16 @@ class InventoryMachine(RuleBasedStateMachine):
     def reserve_again(self, uid: str, seed: int) -> None:
         """A pod reserved again replaces its earlier reservation (or is refused intact)."""
         current = self.inv.holding(uid)
-        if current is None or current.state is not HoldingState.ASSUMED:
+        if current is None:
             return
         made = self._valid_assignment(seed)
+        if current.state is not HoldingState.ASSUMED:
+            # the API's holding: no verb replaces it (a retried cycle of a bound pod)
+            if made is not None:
+                with pytest.raises(AlreadyHeldError):
+                    self.inv.assume(current.key, made[0], cpu_milli=made[1], ttl=1.0)
+            assert self.inv.holding(uid) == current
+            return
         if made is None:
             return
         assignment, cpu = made
@@ -267,7 +275,8 @@ class InventoryMachine(RuleBasedStateMachine):
     def forget(self, uid: str) -> None:
         current = self.inv.holding(uid)
         released = self.inv.forget(uid)
-        expected = current is not None and current.state is not HoldingState.OBSERVED
+        # only an ASSUMED hold is the verbs' to drop: BOUND and OBSERVED are the API's
+        expected = current is not None and current.state is HoldingState.ASSUMED
         assert released is expected
         if expected:
             assert self.inv.holding(uid) is None

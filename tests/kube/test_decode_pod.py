@@ -3,6 +3,7 @@ invalid input as a RequestError naming the field, the value and what is accepted
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import pytest
@@ -526,17 +527,50 @@ def test_assigned_annotation_round_trips(pods: PodDecoder, assignment: Assignmen
         P("[1]", "must be a JSON object", id="a JSON list"),
         P('{"version": 2, "node": "n", "kind": "whole", "gpus": []}',
           "version 2 is not supported (accepted: 1)", id="an unknown version"),
-        P('{"version": 1, "node": "n", "kind": "half", "gpus": []}', "malformed",
+        P('{"version": 1, "node": "n", "kind": "half", "gpus": []}',
+          "kind: 'half' is not a request kind (accepted: whole, shared, mig",
           id="an unknown kind"),
-        P('{"version": 1, "kind": "whole", "gpus": []}', "malformed", id="a missing node"),
-        P('{"version": 1, "node": "n", "kind": "whole", "gpus": [1]}', "malformed",
-          id="a grant that is not an object"),
-        P('{"version": 1, "node": "n", "kind": "whole", "gpus": "ab"}', "malformed",
-          id="grants that are a string"),
+        P('{"version": 1, "kind": "whole", "gpus": []}', "node: None must be a non-empty string",
+          id="a missing node"),
+        P('{"version": 1, "node": "n", "kind": "whole", "gpus": [1]}',
+          "gpus[0]: must be an object, not a number", id="a grant that is not an object"),
+        P('{"version": 1, "node": "n", "kind": "whole", "gpus": "ab"}',
+          "gpus: must be a list, not a string", id="grants that are a string"),
         P('{"version": 1, "node": "n", "kind": "mig", "gpus": [{"index": 0, "mig": [1]}]}',
-          "malformed", id="a MIG placement that is not an object"),
+          "gpus[0].mig: must be an object, not a list",
+          id="a MIG placement that is not an object"),
         P('{"version": 1, "node": "n", "kind": "whole", "gpus": [{"index": -1}]}',
-          "index and vramMiB must be >= 0", id="a negative GPU index"),
+          "gpus[0].index: -1 is not an integer in 0..1023", id="a negative GPU index"),
+        # issue 19 finding 2: one value beyond an int32 poisoned the watch-fed inventory
+        P('{"version": 1, "node": "n", "kind": "vram", "gpus": [{"index": 0, '
+          '"vramMiB": 99999999999}]}',
+          "gpus[0].vramMiB: 99999999999 is not an integer in 0..1048576",
+          id="VRAM beyond any GPU (1 TiB = 1048576 MiB)"),
+        P('{"version": 1, "node": "n", "kind": "whole", "gpus": [{"index": 70000}]}',
+          "gpus[0].index: 70000 is not an integer in 0..1023", id="an index beyond int16"),
+        P('{"version": 1, "node": "n", "kind": "whole", "gpus": [{"index": true}]}',
+          "gpus[0].index: True is not an integer", id="a boolean index"),
+        P('{"version": 1, "node": "n", "kind": "whole", "gpus": [{"index": "3"}]}',
+          "gpus[0].index: '3' is not an integer", id="an index that is a string"),
+        # issue 19 finding 3: a 1e9-slice grant built a 1e9-bit mask under the lock
+        P('{"version": 1, "node": "n", "kind": "mig", "gpus": [{"index": 0, "mig": '
+          '{"profile": "1g.10gb", "start": 0, "slices": 1000000000}}]}',
+          "gpus[0].mig.slices: 1000000000 is not an integer in 1..8", id="MIG slices beyond 8"),
+        P('{"version": 1, "node": "n", "kind": "mig", "gpus": [{"index": 0, "mig": '
+          '{"profile": "1g.10gb", "start": 6, "slices": 3}}]}',
+          "gpus[0].mig.slices: 3 is not an integer in 1..2",
+          id="MIG slots past the 8th (start 6 + 3 slices)"),
+        P('{"version": 1, "node": "n", "kind": "mig", "gpus": [{"index": 0, "mig": '
+          '{"profile": "1g.10gb", "start": 8, "slices": 1}}]}',
+          "gpus[0].mig.start: 8 is not an integer in 0..7", id="a MIG start beyond slot 7"),
+        # issue 19 finding 7's decoder half: a UUID that is not a string
+        P('{"version": 1, "node": "n", "kind": "whole", "gpus": [{"index": 0, "uuid": ["x"]}]}',
+          "gpus[0].uuid: ['x'] must be a string", id="a UUID that is a list"),
+        P('{"version": 1, "node": "n", "kind": "whole", "gpus": [' +
+          ",".join(['{"index": 0}'] * 65) + "]}",
+          "gpus: 65 grants (accepted: at most 64)", id="more grants than a pod may have"),
+        P('{"version": 1, "node": "n", "kind": "whole", "gpus": [{"index": 0, "whole": "yes"}]}',
+          "gpus[0].whole: 'yes' must be true or false", id="a flag that is a string"),
     ],
 )
 def test_a_malformed_assigned_annotation_is_a_problem_not_a_crash(
@@ -580,7 +614,30 @@ def test_a_malformed_pod_shape_is_a_problem_not_a_crash(pods: PodDecoder,
     info = pods.decode({"metadata": {"name": "p", "namespace": "ns"}, "spec": spec})
     assert info.request is None
     (problem,) = info.problems
-    assert problem.startswith("spec: malformed pod")
+    # the shape check runs inside the decoder (every entrance), naming the part's path
+    assert problem.startswith("invalid pod: spec.")
+
+
+@pytest.mark.parametrize(
+    "pod",
+    [
+        P({"metadata": {"name": "p", "uid": "u"}, "status": ["x"]}, id="a status that is a list"),
+        P({"metadata": {"name": "p", "uid": "u"}, "spec": {"containers": [
+            {"resources": {"limits": {"nvidia.com/gpu": 1}}}]},
+           "x": functools.reduce(lambda inner, _: {"a": inner}, range(300), {})},
+          id="a part nested 300 deep"),
+        P({"metadata": {"name": "p", "uid": "u", "annotations": {
+            "gpu-extender.io/assigned": 7}}}, id="an annotation that is a number"),
+    ],
+)
+def test_every_entrance_gets_the_shape_check(pods: PodDecoder, pod: dict[str, Any]) -> None:
+    """Issue 20: the watch, relists and the cluster file decode through ``PodDecoder.decode``
+    too; before, ``status: ["x"]`` raised ``AttributeError`` there and depth hit the recursion
+    limit. Now each is one problem naming its path."""
+    info = pods.decode(pod)
+    assert info.request is None and info.assignment is None
+    (problem,) = info.problems
+    assert problem.startswith("invalid pod: ")
 
 
 QUANTITY_LIKE = st.one_of(

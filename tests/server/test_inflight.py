@@ -132,15 +132,31 @@ def test_a_bind_that_no_longer_fits_is_refused_and_counted(service: ExtenderServ
     assert "nodeName" not in api.get_pod("ml", "b")["spec"]
 
 
-def test_an_api_failure_releases_the_reservation(service: ExtenderService,
-                                                 api: FakeApiServer) -> None:
+def test_an_unanswered_bind_keeps_the_gpus_until_the_ttl(service: ExtenderService,
+                                                         api: FakeApiServer,
+                                                         clock: FakeClock) -> None:
+    """A 5xx (or no answer): the Binding may exist, so the GPUs stay held (with the TTL back)
+    rather than being handed to the next pod; the TTL, or the watch, settles it."""
     _, top = schedule(service, api, "a")
     api.fail_bindings.add("a")
     error = service.verbs.bind(bind_args("a", top)).document()["Error"]
     assert "injected binding failure" in error
-    assert holder(service, "a") is None
-    assert service.verbs.filter(args(api, "b")).document()["NodeNames"] == NAMES
+    held = holder(service, "a")
+    assert held is not None and held.expires_at is not None
+    assert top not in (service.verbs.filter(args(api, "b")).document()["NodeNames"] or [])
     assert api.events[-1]["reason"] == "GpuBindFailed"
+    clock.now += 31  # the reservation TTL (30 s) passes: released
+    assert service.verbs.filter(args(api, "b")).document()["NodeNames"] == NAMES
+    assert holder(service, "a") is None
+
+
+def test_a_refused_bind_releases_the_reservation(service: ExtenderService,
+                                                 api: FakeApiServer) -> None:
+    _, top = schedule(service, api, "a")
+    del api.nodes[top]  # the API refuses for sure: 404, no Binding was created
+    error = service.verbs.bind(bind_args("a", top)).document()["Error"]
+    assert "not found" in error
+    assert holder(service, "a") is None
 
 
 def test_binding_an_unknown_pod_or_node_is_an_error(service: ExtenderService) -> None:

@@ -62,6 +62,7 @@ def test_a_reservation_without_a_bind_does_not_survive_a_restart(platform: Platf
     api = FakeApiServer(mixed_nodes(per_kind=1), [whole_pod("w0", 4)])
     service = online_service(platform, api)
     args = ExtenderArgs(Pod=api.get_pod("ml", "w0"), Nodes=None, NodeNames=["l4-0"])
+    service.verbs.filter(args)  # prioritize holds only for a pod our filter passed
     service.verbs.prioritize(args)
     assert service.inventory.holding("uid-w0") is not None
     restarted = online_service(platform, api)

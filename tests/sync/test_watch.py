@@ -277,3 +277,47 @@ def test_backoff_stays_within_its_ceiling(attempts: int) -> None:
     assert all(0 < d <= 30.0 for d in delays)
     backoff.reset()
     assert backoff.next_delay() <= 0.5
+
+
+class FailingLister(ScriptedLister):
+    """Every list fails (an object the sink cannot apply, say) until ``fixed`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__([], [])
+        self.fixed = threading.Event()
+
+    def list_objects(self, kind: ResourceKind) -> ObjectList:
+        self.list_calls += 1
+        if not self.fixed.is_set():
+            raise RuntimeError("relist crashed")
+        return ObjectList([node("n1", "5")], "5")
+
+    def watch_objects(self, kind: ResourceKind, resource_version: str,
+                      timeout_seconds: int) -> BlockingStream:
+        return BlockingStream(event("MODIFIED", node("n1", "6")))
+
+
+def wait_until(condition: Any, timeout: float = 20.0) -> bool:
+    deadline = threading.Event()
+    for _ in range(int(timeout / 0.01)):
+        if condition():
+            return True
+        deadline.wait(0.01)
+    return bool(condition())
+
+
+def test_a_watch_whose_relists_keep_failing_is_not_running() -> None:
+    """Issue 19, finding 2: every relist after a 410 crashed on one object, so the pod watch
+    never ran again while ``/readyz`` said ready; ``running`` (which ``/readyz`` reads) now
+    says so."""
+    lister = FailingLister()
+    watcher, _, _ = make_watcher(lister, RecordingSink())
+    watcher.start()
+    try:
+        assert wait_until(lambda: lister.list_calls >= ResourceWatcher.FAILED_LISTS_NOT_RUNNING)
+        assert wait_until(lambda: not watcher.running())
+        lister.fixed.set()
+        assert wait_until(watcher.running)
+    finally:
+        watcher.stop(timeout=5)
+    assert not watcher.running()
