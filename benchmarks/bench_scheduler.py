@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -290,9 +291,9 @@ def run(mode: str, nodes: int, pods: int, timeout_s: float,
                     cpu_last = (bound, _cpu_by_process(roots))
                 time.sleep(0.1)
         finally:
-            if spy is not None:
-                spy.terminate()
-                spy.wait(30)
+            if spy is not None:  # py-spy writes its output on SIGINT (not on SIGTERM)
+                spy.send_signal(signal.SIGINT)
+                spy.wait(60)
             scheduler.stop()
             clock.close()
         stamps = sorted(clock.stamps.values())
@@ -322,9 +323,10 @@ def _start_profiler(cluster: LocalCluster, directory: Path, nodes: int
     directory.mkdir(parents=True, exist_ok=True)
     spy = Path(sys.executable).with_name("py-spy")
     return subprocess.Popen(
-        [str(spy), "record", "--pid", str(worker), "--rate", "250", "--threads",
+        [str(spy), "record", "--pid", str(worker), "--rate", "250", "--threads", "--gil",
          "--format", "raw", "--output", str(directory / f"extender-{nodes}.txt"),
-         "--nonblocking"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+         "--nonblocking"], stdout=subprocess.DEVNULL,
+        stderr=(directory / f"py-spy-{nodes}.log").open("wb"))
 
 
 def _metrics(cluster: LocalCluster) -> bytes:

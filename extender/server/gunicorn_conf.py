@@ -75,6 +75,7 @@ def gunicorn_settings(options: ServerOptions) -> dict[str, Any]:
         "logconfig_dict": logging_config(options.log_level, access_log=options.access_log),
         "loglevel": options.log_level,
         "accesslog": "-" if options.access_log else None,
+        "logger_class": "extender.server.gunicorn_logger.AccessLogOffLogger",
         "worker_exit": worker_exit,
         # gunicorn >= 25.1 opens a control socket in $HOME by default: a second extender
         # on the machine would fight over it, and nothing here uses it
