@@ -36,6 +36,7 @@ _CALLS = re.compile(
     re.MULTILINE)
 _BATCH = re.compile(rb"^(scheduler_batch\w*)(\{[^}]*\})? ([0-9.e+-]+)$", re.MULTILINE)
 
+VRAM_MIB = {"t4": 16384, "l4": 24576}
 FLEET = {  # node -> (GPUs, product label); T4 0.53 $/h < L4 0.80 $/h
     "t4-a": (4, "Tesla-T4"), "t4-b": (4, "Tesla-T4"), "t4-c": (2, "Tesla-T4"),
     "l4-a": (4, "NVIDIA-L4"), "l4-b": (4, "NVIDIA-L4"),
@@ -58,7 +59,7 @@ def burst(batching: bool) -> tuple[list[tuple[str, int]], dict[str, float], dict
         cluster.wait_for(lambda: len(all_assignments(api)) == PODS, timeout_s=180,
                          description=f"{PODS} pods bound")
         assignments = all_assignments(api)
-        assert over_commitments(assignments, {n: 15360 for n in FLEET}) == []
+        assert over_commitments(assignments, {n: VRAM_MIB[n.split("-")[0]] for n in FLEET}) == []
         per_node = Counter(a.node for a in assignments.values())
         shape = sorted((name.split("-")[0], per_node[name]) for name in FLEET)
         calls = {verb.decode(): float(n) for verb, n in _CALLS.findall(
