@@ -148,6 +148,9 @@ class EventQueue:
                     break
             try:
                 self.write(batch)
+            except Exception:  # a bug in a writer must not end the thread (events would pile up)
+                self.failed += len(batch)
+                _log.exception("event writer failed")
             finally:
                 for _ in batch:
                     self._queue.task_done()

@@ -123,3 +123,27 @@ def test_a_failed_write_or_compose_is_logged_and_the_writer_goes_on(
     assert queue.failed == 1
     messages = [r.getMessage() for r in caplog.records]
     assert "could not record event" in messages and "could not compose event" in messages
+
+
+def test_an_unexpected_error_in_the_writer_does_not_end_its_thread(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    api = FakeApiServer()
+    queue = EventQueue(api)
+    create = api.create_event
+    calls = []
+
+    def fail_once(pod: PodKey, **kwargs: object) -> str:
+        calls.append(pod)
+        if len(calls) == 1:
+            raise RuntimeError("a bug")
+        return create(pod, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(api, "create_event", fail_once)
+    queue.start()
+    queue.submit(event(POD, "GpuAssigned"))
+    assert queue.flush()
+    queue.submit(event(OTHER, "GpuAssigned"))
+    assert queue.flush()
+    queue.stop()
+    assert [e["pod"] for e in api.events] == ["ml/serve"]
+    assert queue.failed == 1
