@@ -14,16 +14,33 @@ Method (one run measures both, side by side, so machine noise hits both alike):
    is first seen with ``spec.nodeName``. Throughput = (bound - 1) / (last stamp - first stamp):
    scheduler start-up and informer sync are excluded, the steady burst is what is measured.
 
+5. ``stock`` mode (``--modes``): the same file without the extenders and without
+   ``percentageOfNodesToScore`` (kube-scheduler's adaptive default), what a user compares
+   us with; the client qps/burst stay as shipped, so only the scoring differs.
+6. CPU time per pod of each process (the extender with its gunicorn worker, kube-scheduler,
+   kube-apiserver, etcd), from ``/proc/<pid>/stat`` between the first and the last 5 % of
+   the burst; the extender's calls per pod by verb, and its time per call (mean, and the
+   bind's p50 interpolated in its latency histogram).
+
     .venv/bin/python benchmarks/bench_scheduler.py                 # 1,000 nodes, 2,000 pods
     .venv/bin/python benchmarks/bench_scheduler.py --nodes 1000 5000 --pods 2000
+    .venv/bin/python benchmarks/bench_scheduler.py --modes plain extender stock --pods 1000
+    .venv/bin/python benchmarks/bench_scheduler.py --modes extender --profile /tmp/prof
 
-Prints one line per (nodes, mode) and the ratio extender / plain per node count.
+``--profile DIR`` samples the extender's worker with py-spy (``pip install py-spy``) during
+the burst: ``DIR/extender-<nodes>.txt`` (collapsed stacks) and a summary printed by
+``benchmarks/profile_summary.py``.
+
+Prints one line per (nodes, mode) and the ratios extender / plain and extender / stock.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import signal
+import subprocess
 import sys
 import threading
 import time
@@ -54,6 +71,12 @@ _NODES_METRIC = re.compile(rb"^gpu_extender_nodes(?:\{[^}]*\})? ([0-9.e+]+)$", r
 _VERB_SECONDS = re.compile(
     rb'^gpu_extender_request_duration_seconds_(sum|count)\{verb="(\w+)"\} ([0-9.e+-]+)$',
     re.MULTILINE)
+_VERB_BUCKET = re.compile(
+    rb'^gpu_extender_request_duration_seconds_bucket\{le="([0-9.e+-]+|\+Inf)",verb="(\w+)"\}'
+    rb' ([0-9.e+-]+)$', re.MULTILINE)
+_COUNTER = re.compile(rb"^gpu_extender_(\w+)_total ([0-9.e+-]+)$", re.MULTILINE)
+MODES = ("plain", "extender", "stock")
+TICKS = os.sysconf("SC_CLK_TCK")
 
 
 @dataclass(frozen=True)
@@ -66,6 +89,14 @@ class Result:
     total_s: float
     verb_ms: dict[str, float] | None = None
     """Mean time inside the extender per call, by verb (its own latency histogram)."""
+    bind_p50_ms: float | None = None
+    calls_per_pod: dict[str, float] | None = None
+    """Extender calls per bound pod, by verb."""
+    cpu_ms_per_pod: dict[str, float] | None = None
+    """CPU milliseconds per pod over the burst, by process."""
+    counters: dict[str, float] | None = None
+    load: tuple[float, float] = (0.0, 0.0)
+    """Load average (1 min) before and after the run."""
 
     @property
     def pods_per_s(self) -> float:
@@ -137,7 +168,7 @@ class BindClock:
                     if not line:
                         continue
                     pod = orjson.loads(line).get("object") or {}
-                    name = (pod.get("metadata") or {}).get("name")
+                    name = str((pod.get("metadata") or {}).get("name"))
                     if (pod.get("spec") or {}).get("nodeName") and name not in self.stamps:
                         self.stamps[name] = now
         except Exception as error:  # the stream is closed under us at the end of the run
@@ -150,10 +181,14 @@ class BindClock:
         self._closed = True
 
 
-def _scheduler_config(cluster: LocalCluster, with_extender: bool) -> Path:
+def _scheduler_config(cluster: LocalCluster, mode: str) -> Path:
+    with_extender = mode == "extender"
     source = yaml.safe_load(PROFILE.read_text())
     if not with_extender:
         source.pop("extenders", None)
+    if mode == "stock":
+        for profile in source.get("profiles") or []:
+            profile.pop("percentageOfNodesToScore", None)
     staged = cluster.workdir / "bench-profile.yaml"
     staged.write_text(yaml.safe_dump(source, sort_keys=False))
     return write_scheduler_config(
@@ -161,9 +196,71 @@ def _scheduler_config(cluster: LocalCluster, with_extender: bool) -> Path:
         f"127.0.0.1:{cluster.extender_url.rsplit(':', 1)[1]}" if with_extender else None)
 
 
-def run(mode: str, nodes: int, pods: int, timeout_s: float) -> Result:
+def _children() -> dict[int, list[int]]:
+    tree: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            tree.setdefault(ppid, []).append(int(entry))
+    return tree
+
+
+def _cpu_ticks(pid: int) -> int:
+    """utime + stime of one process (clock ticks)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0
+    return int(fields[11]) + int(fields[12])
+
+
+def _subtree(pid: int, tree: dict[int, list[int]]) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        out.append(current)
+        todo.extend(tree.get(current, []))
+    return out
+
+
+def _cpu_by_process(roots: dict[str, int]) -> dict[str, float]:
+    """CPU seconds of each named process and everything it forked."""
+    tree = _children()
+    return {name: sum(_cpu_ticks(p) for p in _subtree(pid, tree)) / TICKS
+            for name, pid in roots.items()}
+
+
+def _roots(cluster: LocalCluster, scheduler: ManagedProcess) -> dict[str, int]:
+    """The control plane's processes are children of this one; named by their command."""
+    roots = {"kube-scheduler": scheduler.pid}
+    for pid in _children().get(os.getpid(), []):
+        try:
+            comm = Path(f"/proc/{pid}/comm").read_text().strip()
+        except OSError:
+            continue
+        if comm in ("etcd", "kube-apiserver"):
+            roots[comm] = pid
+    if cluster.extender_pid is not None:
+        roots["extender"] = cluster.extender_pid
+    return roots
+
+
+def _worker_pid(master: int) -> int | None:
+    """gunicorn's one worker: the master's only descendant that forked nothing."""
+    tree = _children()
+    leaves = [pid for pid in _subtree(master, tree)[1:] if not tree.get(pid)]
+    return leaves[0] if len(leaves) == 1 else None
+
+
+def run(mode: str, nodes: int, pods: int, timeout_s: float,
+        profile: Path | None = None) -> Result:
     with_extender = mode == "extender"
     binaries = find_binaries()
+    load_before = os.getloadavg()[0]
     with LocalCluster(None, _extender() if with_extender else None, binaries,
                       apiserver_args=UNTHROTTLED) as cluster:
         _create_all(cluster, nodes, pods)
@@ -174,27 +271,72 @@ def run(mode: str, nodes: int, pods: int, timeout_s: float) -> Result:
         started = time.monotonic()
         scheduler = ManagedProcess(
             "kube-scheduler", scheduler_command(
-                binaries.kube_scheduler, _scheduler_config(cluster, with_extender), port, []),
+                binaries.kube_scheduler, _scheduler_config(cluster, mode), port, []),
             cluster.workdir / "bench-scheduler.log")
+        roots = _roots(cluster, scheduler)
+        spy: subprocess.Popen[bytes] | None = None
+        cpu_first: tuple[int, dict[str, float]] | None = None
+        cpu_last: tuple[int, dict[str, float]] | None = None
         try:
             wait_until_ready(scheduler, f"https://127.0.0.1:{port}/healthz", 60,
                              tls_context(None))
             deadline = time.monotonic() + timeout_s
             while len(clock.stamps) < pods and time.monotonic() < deadline:
-                time.sleep(0.2)
+                bound = len(clock.stamps)
+                if cpu_first is None and bound >= pods // 20:
+                    cpu_first = (bound, _cpu_by_process(roots))
+                    if profile is not None and with_extender:
+                        spy = _start_profiler(cluster, profile, nodes)
+                if bound <= pods - pods // 20:
+                    cpu_last = (bound, _cpu_by_process(roots))
+                time.sleep(0.1)
         finally:
+            if spy is not None:  # py-spy writes its output on SIGINT (not on SIGTERM)
+                spy.send_signal(signal.SIGINT)
+                spy.wait(60)
             scheduler.stop()
             clock.close()
         stamps = sorted(clock.stamps.values())
         burst = stamps[-1] - stamps[0] if len(stamps) > 1 else 0.0
+        cpu = None
+        if cpu_first is not None and cpu_last is not None and cpu_last[0] > cpu_first[0]:
+            done = cpu_last[0] - cpu_first[0]
+            cpu = {name: 1000 * (cpu_last[1][name] - cpu_first[1].get(name, 0.0)) / done
+                   for name in cpu_last[1]}
+        metrics = _metrics(cluster) if with_extender else None
         return Result(mode, nodes, pods, len(stamps), burst,
                       (stamps[-1] - started) if stamps else 0.0,
-                      _verb_ms(cluster) if with_extender else None)
+                      _verb_ms(metrics) if metrics else None,
+                      _p50_ms(metrics, "bind") if metrics else None,
+                      _calls_per_pod(metrics, len(stamps)) if metrics else None,
+                      cpu, _counters(metrics) if metrics else None,
+                      (load_before, os.getloadavg()[0]))
 
 
-def _verb_ms(cluster: LocalCluster) -> dict[str, float]:
-    with urllib.request.urlopen(f"{cluster.extender_url}/metrics", timeout=10) as answer:
-        text = answer.read()
+def _start_profiler(cluster: LocalCluster, directory: Path, nodes: int
+                    ) -> subprocess.Popen[bytes] | None:
+    master = cluster.extender_pid
+    worker = _worker_pid(master) if master is not None else None
+    if worker is None:
+        print("bench_scheduler: no extender worker to profile", file=sys.stderr)
+        return None
+    directory.mkdir(parents=True, exist_ok=True)
+    spy = Path(sys.executable).with_name("py-spy")
+    return subprocess.Popen(
+        [str(spy), "record", "--pid", str(worker), "--rate", "250", "--threads", "--gil",
+         "--format", "raw", "--output", str(directory / f"extender-{nodes}.txt"),
+         "--nonblocking"], stdout=subprocess.DEVNULL,
+        stderr=(directory / f"py-spy-{nodes}.log").open("wb"))
+
+
+def _metrics(cluster: LocalCluster) -> bytes:
+    # one scrape: at 5,000 nodes the per-GPU series make it slow on a loaded machine
+    with urllib.request.urlopen(f"{cluster.extender_url}/metrics", timeout=300) as answer:
+        data: bytes = answer.read()
+    return data
+
+
+def _verb_ms(text: bytes) -> dict[str, float]:
     totals: dict[str, dict[str, float]] = {}
     for kind, verb, value in _VERB_SECONDS.findall(text):
         totals.setdefault(verb.decode(), {})[kind.decode()] = float(value)
@@ -202,29 +344,77 @@ def _verb_ms(cluster: LocalCluster) -> dict[str, float]:
             if t.get("count")}
 
 
+def _calls_per_pod(text: bytes, bound: int) -> dict[str, float]:
+    counts = {verb: t for verb, t in ((v.decode(), float(c)) for k, v, c in
+                                      _VERB_SECONDS.findall(text) if k == b"count")}
+    return {verb: count / bound for verb, count in sorted(counts.items())} if bound else {}
+
+
+def _p50_ms(text: bytes, verb: str) -> float | None:
+    """The median, linearly interpolated inside its histogram bucket."""
+    buckets = sorted((float("inf") if le == b"+Inf" else float(le), float(count))
+                     for le, v, count in _VERB_BUCKET.findall(text) if v.decode() == verb)
+    if not buckets or buckets[-1][1] == 0:
+        return None
+    half, lower, below = buckets[-1][1] / 2, 0.0, 0.0
+    for upper, count in buckets:
+        if count >= half:
+            if upper == float("inf"):
+                return 1000 * lower
+            return 1000 * (lower + (upper - lower) * (half - below) / max(count - below, 1))
+        lower, below = upper, count
+    return None
+
+
+def _counters(text: bytes) -> dict[str, float]:
+    return {name.decode(): float(value) for name, value in _COUNTER.findall(text)}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", type=int, nargs="+", default=[1000])
     parser.add_argument("--pods", type=int, default=2000)
+    parser.add_argument("--modes", nargs="+", choices=MODES, default=["plain", "extender"])
     parser.add_argument("--timeout", type=float, default=600.0,
                         help="seconds to wait for the burst to bind, per run")
+    parser.add_argument("--profile", type=Path, metavar="DIR",
+                        help="py-spy the extender's worker during the burst (raw stacks)")
     args = parser.parse_args(argv)
     print(f"# bench_scheduler: {args.pods} one-GPU pods released at once onto N nodes x "
           f"{GPUS_PER_NODE} GPUs; pods/s over the burst (first to last bind)")
     for nodes in args.nodes:
-        results = {mode: run(mode, nodes, args.pods, args.timeout)
-                   for mode in ("plain", "extender")}
-        for result in results.values():
-            print(f"nodes={nodes:5d} mode={result.mode:8s} bound={result.bound}/{result.pods} "
-                  f"burst={result.burst_s:7.2f}s to_last_bind={result.total_s:7.2f}s "
-                  f"pods/s={result.pods_per_s:7.1f}" + (
-                      "  in-extender ms/call: " + ", ".join(
-                          f"{verb} {ms:.2f}" for verb, ms in result.verb_ms.items())
-                      if result.verb_ms else ""), flush=True)
-        plain, ours = results["plain"].pods_per_s, results["extender"].pods_per_s
-        print(f"nodes={nodes:5d} ratio extender/plain = "
-              f"{ours / plain if plain else float('nan'):.2f}", flush=True)
+        results = {}
+        for mode in args.modes:  # reported as each ends: a later failure keeps it
+            results[mode] = run(mode, nodes, args.pods, args.timeout, args.profile)
+            _report(results[mode])
+        ours = results["extender"].pods_per_s if "extender" in results else None
+        for other in ("plain", "stock"):
+            if ours is not None and other in results:
+                theirs = results[other].pods_per_s
+                print(f"nodes={nodes:5d} ratio extender/{other} = "
+                      f"{ours / theirs if theirs else float('nan'):.2f}", flush=True)
     return 0
+
+
+def _report(result: Result) -> None:
+    line = (f"nodes={result.nodes:5d} mode={result.mode:8s} bound={result.bound}/{result.pods} "
+            f"burst={result.burst_s:7.2f}s to_last_bind={result.total_s:7.2f}s "
+            f"pods/s={result.pods_per_s:7.1f} load={result.load[0]:.1f}->{result.load[1]:.1f}")
+    if result.cpu_ms_per_pod:
+        line += "\n    cpu ms/pod: " + ", ".join(
+            f"{name} {ms:.2f}" for name, ms in sorted(result.cpu_ms_per_pod.items()))
+    if result.verb_ms:
+        line += "\n    in-extender ms/call: " + ", ".join(
+            f"{verb} {ms:.2f}" for verb, ms in result.verb_ms.items())
+        if result.bind_p50_ms is not None:
+            line += f"; bind p50 {result.bind_p50_ms:.2f}"
+    if result.calls_per_pod:
+        line += "\n    calls/pod: " + ", ".join(
+            f"{verb} {n:.2f}" for verb, n in result.calls_per_pod.items())
+    if result.counters:
+        line += "\n    counters: " + ", ".join(
+            f"{name} {value:g}" for name, value in sorted(result.counters.items()))
+    print(line, flush=True)
 
 
 if __name__ == "__main__":

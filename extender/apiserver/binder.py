@@ -13,6 +13,7 @@ import logging
 
 from extender.apiserver.client import PodWriter
 from extender.apiserver.errors import Conflict, KubeError
+from extender.apiserver.events import EventQueue, Message, PendingEvent
 from extender.kube import objects
 from extender.kube.annotations import encode_assignment, visible_devices
 from extender.model import ANNOTATION_ASSIGNED, ANNOTATION_VISIBLE_DEVICES, Assignment, PodKey
@@ -26,9 +27,14 @@ def assignment_annotations(assignment: Assignment) -> dict[str, str]:
 
 
 class Binder:
-    def __init__(self, api: PodWriter, *, record_events: bool = True) -> None:
+    """``events``: the queue events go through (online); without one they are written
+    before the call returns (offline, tests)."""
+
+    def __init__(self, api: PodWriter, *, record_events: bool = True,
+                 events: EventQueue | None = None) -> None:
         self._api = api
         self._record_events = record_events
+        self._events = events
 
     def bind(self, pod: PodKey, node: str, assignment: Assignment | None) -> None:
         """Bind, with the assignment's annotations when the pod holds GPUs; raises
@@ -52,21 +58,26 @@ class Binder:
             raise Conflict(f"pod {pod} is already bound to node {bound_to!r}"
                            if bound_to else str(exc), status=409) from exc
 
-    def warn(self, pod: PodKey, reason: str, message: str) -> None:
+    def warn(self, pod: PodKey, reason: str, message: Message) -> None:
         """Best effort: a Warning event on the pod (``kubectl describe`` shows why a bind
         failed); never raises."""
         self._event(pod, reason, message, "Warning")
 
-    def notify(self, pod: PodKey, reason: str, message: str) -> None:
-        """Best effort: a Normal event on the pod (where its GPUs are, and why), written
-        after the Binding; never raises, so a failed event never fails the bind."""
+    def notify(self, pod: PodKey, reason: str, message: Message) -> None:
+        """Best effort: a Normal event on the pod (where its GPUs are, and why), after the
+        Binding; never raises, so a failed event never fails the bind. A callable message
+        is composed where the event is written (the queue's thread, online)."""
         self._event(pod, reason, message, "Normal")
 
-    def _event(self, pod: PodKey, reason: str, message: str, event_type: str) -> None:
+    def _event(self, pod: PodKey, reason: str, message: Message, event_type: str) -> None:
         if not self._record_events:
             return
+        if self._events is not None:
+            self._events.submit(PendingEvent(pod, reason, event_type, message))
+            return
+        text = message if isinstance(message, str) else message()
         try:
-            self._api.record_event(pod, reason=reason, message=message, event_type=event_type)
+            self._api.record_event(pod, reason=reason, message=text, event_type=event_type)
         except KubeError as exc:
             _log.warning("could not record event", extra={"fields": {
                 "pod": str(pod), "reason": reason, "error": str(exc)}})

@@ -22,7 +22,9 @@ from typing import Any, Literal, Protocol
 
 import orjson
 
-from extender.apiserver.errors import KubeError, translate
+from extender.apiserver.errors import KubeError, NotFound, translate
+from extender.apiserver.events import EventWriter
+from extender.apiserver.transport import RawTransport, events_path, pod_path
 from extender.kube import objects
 from extender.model import PodKey
 
@@ -81,7 +83,7 @@ class NodeEventWriter(Protocol):
                           event_type: str = "Warning") -> None: ...
 
 
-class KubeApi(ResourceLister, PodWriter, NodeEventWriter, Protocol):
+class KubeApi(ResourceLister, PodWriter, NodeEventWriter, EventWriter, Protocol):
     """Everything the online service needs from an API server."""
 
 
@@ -106,8 +108,12 @@ def annotation_patch(uid: str, annotations: Mapping[str, str]) -> dict[str, Any]
     return {"metadata": {"uid": uid, "annotations": dict(annotations)}}
 
 
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def event_body(pod: PodKey, *, reason: str, message: str, event_type: str) -> dict[str, Any]:
-    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    now = _now()
     return {
         "apiVersion": "v1", "kind": "Event",
         "metadata": {"generateName": f"{pod.name}.", "namespace": pod.namespace},
@@ -183,6 +189,8 @@ class ApiServerClient:
 
         self._core = client.CoreV1Api(api_client)
         self._timeout = request_timeout
+        # the writes on the bind path (the Binding, events): raw bytes, a pool of their own
+        self._raw = RawTransport(api_client, timeout=request_timeout)
 
     @classmethod
     def from_configuration(cls, configuration: Any, *,
@@ -251,18 +259,36 @@ class ApiServerClient:
 
     def create_binding(self, namespace: str, name: str, uid: str, node: str,
                        annotations: Mapping[str, str] | None = None) -> None:
-        self._call(f"bind pod {namespace}/{name} to {node}",
-                   self._core.create_namespaced_pod_binding, name, namespace,
-                   binding_body(namespace, name, uid, node, annotations),
-                   _preload_content=False,
-                   _request_timeout=self._timeout, parse=False)
+        """One keep-alive POST of orjson bytes (``transport``): the bind path's only API
+        request."""
+        self._raw.post(pod_path(namespace, name, "binding"),
+                       orjson.dumps(binding_body(namespace, name, uid, node, annotations)),
+                       f"bind pod {namespace}/{name} to {node}")
 
     def record_event(self, pod: PodKey, *, reason: str, message: str,
                      event_type: str = "Normal") -> None:
-        self._call(f"record event for pod {pod}", self._core.create_namespaced_event,
-                   pod.namespace, event_body(pod, reason=reason, message=message,
-                                             event_type=event_type),
-                   _preload_content=False, _request_timeout=self._timeout, parse=False)
+        self.create_event(pod, reason=reason, message=message, event_type=event_type,
+                          count=1)
+
+    # -- EventWriter (``events.EventQueue``) -------------------------------------------------
+
+    def create_event(self, pod: PodKey, *, reason: str, message: str, event_type: str,
+                     count: int) -> str:
+        body = event_body(pod, reason=reason, message=message, event_type=event_type)
+        body["count"] = count
+        answer = self._raw.post(events_path(pod.namespace), orjson.dumps(body),
+                                f"record event for pod {pod}")
+        try:
+            return str(objects.name(orjson.loads(answer.data)))
+        except (orjson.JSONDecodeError, AttributeError, TypeError):
+            return ""  # written; without its name the next one of its kind starts anew
+
+    def update_event(self, pod: PodKey, name: str, *, message: str, count: int) -> None:
+        if not name:
+            raise NotFound(f"event of pod {pod} has no name", status=404)
+        self._raw.patch(events_path(pod.namespace, name), orjson.dumps(
+            {"count": count, "message": message[:1000], "lastTimestamp": _now()}),
+            f"update event {name} of pod {pod}")
 
     def record_node_event(self, node: str, uid: str, *, reason: str, message: str,
                           event_type: str = "Warning") -> None:

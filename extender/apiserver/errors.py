@@ -62,7 +62,7 @@ def translate(exc: BaseException, action: str) -> KubeError:
         return exc
     status = getattr(exc, "status", None)
     if isinstance(status, int) and status > 0 and hasattr(exc, "body"):
-        message, reason = _status_message(getattr(exc, "body", None))
+        message, reason = status_message(getattr(exc, "body", None))
         text = f"{action}: HTTP {status}" + (f" {reason}" if reason else "") + \
             (f": {message}" if message else "")
         error = error_for_status(status, text, reason)
@@ -72,7 +72,7 @@ def translate(exc: BaseException, action: str) -> KubeError:
     return error
 
 
-def _status_message(body: object) -> tuple[str, str]:
+def status_message(body: object) -> tuple[str, str]:
     """``(message, reason)`` of a ``Status`` body, if the body is one."""
     if isinstance(body, str):
         body = body.encode()

@@ -71,6 +71,8 @@ def common_settings(*, name: str, host: str, port: int, threads: int,
         "logconfig_dict": logging_config(log_level, access_log=access_log, fmt=log_format),
         "loglevel": log_level,
         "accesslog": "-" if access_log else None,
+        # no access-log atoms built per request when the access log is off (gunicorn_logger)
+        "logger_class": "extender.runtime.gunicorn_logger.AccessLogOffLogger",
         "control_socket_disable": True,
     }
 

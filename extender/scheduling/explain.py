@@ -207,10 +207,14 @@ class PlacementRecords:
 class Announcer:
     """After each bind: the breakdown of the chosen node (two rows, on the snapshot
     prioritize scored), kept for explain, as a Normal event on the pod and one log line.
-    Never raises: the pod is bound already."""
+    Never raises: the pod is bound already.
+
+    The bind only hands ``notify`` a closure: the breakdown, the record and the log line are
+    computed where the event is written (online: the event queue's thread, off the bind
+    path; the snapshot and the scores it reads are immutable)."""
 
     def __init__(self, scorer: Scorer, records: PlacementRecords,
-                 notify: Callable[[PodKey, str, str], None]) -> None:
+                 notify: Callable[[PodKey, str, Callable[[], str]], None]) -> None:
         self._scorer = scorer
         self._strategy = type(scorer.strategy).NAME
         self.records = records
@@ -218,6 +222,12 @@ class Announcer:
 
     def __call__(self, cycle: PodCycle, key: PodKey, node: str,
                  assignment: Assignment | None, chosen_on: ClusterSnapshot | None) -> None:
+        self._notify(key, EVENT_REASON,
+                     lambda: self.compose(cycle, key, node, assignment, chosen_on))
+
+    def compose(self, cycle: PodCycle, key: PodKey, node: str,
+                assignment: Assignment | None, chosen_on: ClusterSnapshot | None) -> str:
+        """The breakdown (kept for explain), the log line, and the event's text."""
         explained = None
         try:
             explained = self.breakdown_of(cycle, node, chosen_on)
@@ -227,7 +237,6 @@ class Announcer:
         if explained is not None:
             self.records.put(key.uid, explained)
         message = event_message(assignment, node, explained)
-        self._notify(key, EVENT_REASON, message)
         fields: dict[str, Any] = {"pod": str(key), "uid": key.uid, "node": node,
                                   "outcome": "bound", "reason": message}
         if assignment is not None:
@@ -243,6 +252,7 @@ class Announcer:
                 if term is not None:
                     fields[field] = round(term.value, 6)
         _log.info("pod placed", extra={"fields": fields})
+        return message
 
     def breakdown_of(self, cycle: PodCycle, node: str, chosen_on: ClusterSnapshot | None
                      ) -> PlacementBreakdown | None:

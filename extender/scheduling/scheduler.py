@@ -22,6 +22,7 @@ from typing import Any
 
 from extender.apiserver.binder import Binder
 from extender.apiserver.client import PodWriter
+from extender.apiserver.events import EventQueue
 from extender.core.scoring.base import ScoreResult
 from extender.core.workload import WorkloadMix
 from extender.inventory.snapshot import ClusterSnapshot
@@ -71,7 +72,10 @@ class Scheduler:
                  api: PodWriter, events: HoldEvents, *, reservation_ttl: float,
                  check_cpu_memory: bool = False,
                  on_new_pod: Callable[[Mapping[str, Any]], None] | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 event_queue: EventQueue | None = None) -> None:
+        """``event_queue``: events (and the explanation in the Normal one) are written by
+        its thread, off the bind path; ``None``: before the bind answers."""
         self.inventory = inventory
         self.cycles = CycleTable(platform, on_new_pod=on_new_pod,
                                  nodes=lambda: inventory.snapshot().nodes)
@@ -79,7 +83,7 @@ class Scheduler:
         self.scorer = Scorer(platform.strategy(workload=workload),
                              on_failure=events.strategy_failure)
         self.placed = PlacedPods(workload)
-        binder = Binder(api)
+        binder = Binder(api, events=event_queue)
         self.announcer = Announcer(self.scorer, PlacementRecords(), binder.notify)
         expiry = Expiry(inventory, events, clock)
         self.filter = Filter(inventory, self.cycles, self.evaluator, expiry, events)

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from extender.apiserver.client import KubeApi, PodWriter
+from extender.apiserver.events import EventQueue
 from extender.core.workload import WorkloadMix
 from extender.inventory.store import Inventory
 from extender.platform import Platform
@@ -31,8 +32,10 @@ class ExtenderService:
     def __init__(self, platform: Platform, api: PodWriter, *,
                  inventory: Inventory | None = None, applier: InventoryApplier | None = None,
                  on_new_pod: Callable[[Mapping[str, Any]], None] | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        """``clock`` drives reservation TTLs (tests pass a fake one)."""
+                 clock: Callable[[], float] = time.monotonic,
+                 event_queue: EventQueue | None = None) -> None:
+        """``clock`` drives reservation TTLs (tests pass a fake one); ``event_queue``: the
+        writer of events, started and stopped with the service (online)."""
         config = platform.config.service
         self.platform = platform
         self.api = api
@@ -43,7 +46,9 @@ class ExtenderService:
         self.scheduler = Scheduler(platform, self.inventory, self.workload, api, self.metrics,
                                    reservation_ttl=config.reservation_ttl_seconds,
                                    check_cpu_memory=config.check_cpu_memory,
-                                   on_new_pod=on_new_pod, clock=clock)
+                                   on_new_pod=on_new_pod, clock=clock,
+                                   event_queue=event_queue)
+        self.event_queue = event_queue
         self.applier.on_placed = self.scheduler.observed_placed
         self.verbs = SchedulingVerbs(platform, self.scheduler, self.metrics)
         self.offline: OfflineCluster | None = None
@@ -60,7 +65,8 @@ class ExtenderService:
                watch_timeout_seconds: int = 300) -> ExtenderService:
         inventory = Inventory(platform.catalog)
         service = cls(platform, client, inventory=inventory, applier=InventoryApplier(
-            platform, inventory, on_node_problems=NodeWarnings(client)))
+            platform, inventory, on_node_problems=NodeWarnings(client)),
+            event_queue=EventQueue(client))
         service.sync = ClusterSync(
             client, service.applier, service.inventory,
             reconcile_interval_seconds=platform.config.service.reconcile_interval_seconds,
@@ -86,6 +92,9 @@ class ExtenderService:
     def start(self) -> None:
         """Online: start the watches (ready after the first lists). Offline: load the file
         (ready when this returns)."""
+        if self.event_queue is not None:
+            self.event_queue.start()
+            self._stoppers.append(self.event_queue.stop)  # stopped last: binds may still end
         if self.sync is not None:
             self.sync.start()
             self._stoppers.append(self.sync.stop)
@@ -123,6 +132,12 @@ class ExtenderService:
         counters = {"inferred_pods": float(self.applier.inferred_total),
                     "inference_failures": float(self.applier.inference_failures_total),
                     "fit_cache_hits": float(self.verbs.fit_cache_hits)}
+        if self.event_queue is not None:
+            queue = self.event_queue
+            counters |= {"events_written": float(queue.written),
+                         "events_aggregated": float(queue.aggregated),
+                         "events_dropped": float(queue.dropped),
+                         "events_failed": float(queue.failed)}
         if self.sync is not None:
             for watcher in (self.sync.nodes, self.sync.pods):
                 counters[f"{watcher.kind}_events_applied"] = float(watcher.events_applied)

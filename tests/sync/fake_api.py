@@ -49,7 +49,7 @@ class FakeApiServer:
         """Pod names whose Binding fails with 500 (after the annotation patch)."""
         self.fail_patches: set[str] = set()
         self.calls: list[tuple[str, str]] = []
-        self.events: list[dict[str, str]] = []
+        self.events: list[dict[str, Any]] = []
 
     # -- setup -------------------------------------------------------------------------------
 
@@ -161,6 +161,20 @@ class FakeApiServer:
 
     def record_event(self, pod: PodKey, *, reason: str, message: str,
                      event_type: str = "Normal") -> None:
+        self.create_event(pod, reason=reason, message=message, event_type=event_type,
+                          count=1)
+
+    def create_event(self, pod: PodKey, *, reason: str, message: str, event_type: str,
+                     count: int) -> str:
         with self._lock:
             self.events.append({"pod": str(pod), "reason": reason, "message": message,
-                                "type": event_type})
+                                "type": event_type, "count": count,
+                                "name": f"{pod.name}.{len(self.events)}"})
+            return str(self.events[-1]["name"])
+
+    def update_event(self, pod: PodKey, name: str, *, message: str, count: int) -> None:
+        with self._lock:
+            event = next((e for e in self.events if e.get("name") == name), None)
+            if event is None:
+                raise NotFound(f"event {name} not found", status=404)
+            event |= {"message": message, "count": count}

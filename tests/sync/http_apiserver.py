@@ -29,10 +29,15 @@ class FakeApiState:
         self.watch_lines: list[bytes] = []
         self.watch_status = 200
         self.requests: list[tuple[str, str, dict[str, list[str]], dict[str, str], bytes]] = []
+        self.peers: list[tuple[str, int]] = []
+        """The client address of every request (one per connection kept alive)."""
 
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # headers and body go out in two writes: without this, on a kept-alive connection the
+    # second waits for the client's delayed ACK (~40 ms; Go's API server sets it too)
+    disable_nagle_algorithm = True
     state: FakeApiState
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -52,6 +57,7 @@ class Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         self.state.requests.append((self.command, url.path, query, dict(self.headers), body))
+        self.state.peers.append(self.client_address)
         return url.path, query, body
 
     def do_GET(self) -> None:

@@ -80,6 +80,21 @@ def test_a_bind_is_one_binding_that_carries_the_annotations(
         Binder(client).bind(PodKey("ml", "p", "u1"), "n2", None)
 
 
+def test_binds_reuse_one_kept_alive_connection(
+        api: tuple[ApiServerClient, FakeApiState]) -> None:
+    """The generated client never returned a ``_preload_content=False`` connection to its
+    pool: every Binding paid a new connection (a TLS handshake against a real API server)."""
+    client, state = api
+    for _ in range(3):
+        state.pod["spec"].pop("nodeName", None)
+        client.create_binding("ml", "p", "u1", "n1", {"gpu-extender.io/visible-devices": "0"})
+    client.record_event(PodKey("ml", "p", "u1"), reason="GpuAssigned", message="x")
+    assert [r[1] for r in state.requests] == ["/api/v1/namespaces/ml/pods/p/binding"] * 3 + [
+        "/api/v1/namespaces/ml/events"]
+    assert len(set(state.peers)) == 1, f"one connection, not {len(set(state.peers))}"
+    assert {r[3]["Content-Type"] for r in state.requests} == {"application/json"}
+
+
 def test_errors_are_ours_with_the_clients_exception_as_cause(
         api: tuple[ApiServerClient, FakeApiState]) -> None:
     client, _ = api

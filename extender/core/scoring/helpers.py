@@ -34,10 +34,12 @@ def min_max(scores: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
 def fit_of_rows(fit: FitResult, rows: npt.NDArray[np.int64]) -> FitResult:
     """The part of ``fit`` about snapshot ``rows`` (in that order; each must be in
     ``fit.rows``): an explanation scores a few rows, not the whole call."""
-    position = {int(r): p for p, r in enumerate(fit.rows.tolist())}
-    try:
-        positions = np.array([position[int(r)] for r in rows], dtype=np.int64)
-    except KeyError as exc:
-        raise ValueError(f"row {exc.args[0]} is not one of the fit's rows") from None
+    # a few rows: one comparison over the fit's rows each (a dict of every row cost more
+    # than the explanation's arithmetic: py-spy, issue 22)
+    found = [np.flatnonzero(fit.rows == r) for r in rows.tolist()]
+    for row, hits in zip(rows.tolist(), found, strict=True):
+        if len(hits) == 0:
+            raise ValueError(f"row {row} is not one of the fit's rows")
+    positions = np.array([int(hits[0]) for hits in found], dtype=np.int64)
     return FitResult(rows=fit.rows[positions], code=fit.code[positions],
                      params=fit.params[positions], units=fit.units[positions])
