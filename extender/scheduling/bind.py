@@ -29,6 +29,7 @@ from extender.inventory.snapshot import ClusterSnapshot
 from extender.inventory.store import HoldingState, Inventory
 from extender.model import Assignment, PodKey
 from extender.scheduling.cycle import CycleTable, PodCycle
+from extender.scheduling.handoff import Handoff, HandoffPools, handoff_annotations
 from extender.scheduling.mix import PlacedPods
 from extender.scheduling.outcome import Decision
 
@@ -77,13 +78,15 @@ raise."""
 class Bind:
     def __init__(self, inventory: Inventory, cycles: CycleTable, binder: Binder,
                  api: PodWriter, placed: PlacedPods, *,
-                 announce: Announce | None = None) -> None:
+                 announce: Announce | None = None,
+                 handoff: HandoffPools | None = None) -> None:
         self._inventory = inventory
         self._cycles = cycles
         self._binder = binder
         self._api = api
         self._placed = placed
         self._announce = announce
+        self._handoff = handoff
         self._lock = threading.Lock()
 
     def __call__(self, key: PodKey, node: str) -> BindOutcome:
@@ -100,8 +103,9 @@ class Bind:
             return BindOutcome(Decision.API_ERROR, f"cannot read pod {key}: {exc}")
         ours = decision.backing is _Backing.OUR_HOLD
         completed = False
+        handoff = self._handoff_for(cycle, node, decision.assignment)
         try:
-            self._binder.bind(key, node, decision.assignment)
+            self._binder.bind(key, node, decision.assignment, handoff.annotations)
             completed = True
         except KubeError as exc:
             _log.warning("bind failed", extra={"fields": {"pod": str(key), "node": node,
@@ -117,9 +121,23 @@ class Bind:
             self._placed.placed(key.uid, pod.request, pod.cpu_milli, pod.memory_mib)
         if decision.backing is _Backing.ALREADY_BOUND:
             return BindOutcome(Decision.ALREADY_BOUND)
+        if handoff.unknown_uuid:
+            self._binder.warn(key, "GpuUuidUnknown", (
+                f"node {node} publishes no UUID for GPU(s) "
+                f"{list(decision.assignment.gpu_indices) if decision.assignment else []}: the "
+                "CDI annotation names the index (nvidia.com/gpu=<index>); run the gpu-extender "
+                "node agent there so the UUID is named"))
         if self._announce is not None:
             self._announce(cycle, key, node, decision.assignment, decision.chosen_on)
         return BindOutcome(Decision.BOUND)
+
+    def _handoff_for(self, cycle: PodCycle, node: str,
+                     assignment: Assignment | None) -> Handoff:
+        """The CDI annotations of a share pod on a ``cdi`` pool (docs/handoff.md)."""
+        if self._handoff is None or assignment is None:
+            return Handoff({})
+        mode = self._handoff.mode(self._inventory.snapshot(), node)
+        return handoff_annotations(assignment, cycle.pod.share_containers, mode)
 
     def _decide(self, key: PodKey, node: str, cycle: PodCycle) -> _Decision:
         pod = cycle.pod

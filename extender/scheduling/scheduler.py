@@ -87,7 +87,7 @@ class Scheduler:
                                      self.scorer, events=events,
                                      reservation_ttl=reservation_ttl)
         self.bind = Bind(inventory, self.cycles, binder, api, self.placed,
-                         announce=self.announcer)
+                         announce=self.announcer, handoff=self.evaluator.handoff)
 
     def observed_placed(self, info: PodInfo) -> None:
         """The sync path saw ``info`` bound (``InventoryApplier.on_placed``)."""
