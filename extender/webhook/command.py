@@ -30,6 +30,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     parser.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
                         default="info")
     parser.add_argument("--access-log", action="store_true", help="log every request")
+    parser.add_argument("--trusted-user", action="append", default=[], metavar="NAME",
+                        help="an identity (userInfo.username) that may write the GPU "
+                             "annotations gpu-extender.io/assigned, assigned-observed, "
+                             "visible-devices and nvidia.cdi.k8s.io/* (repeatable; default: "
+                             "system:serviceaccount:kube-system:gpu-extender)")
     parser.set_defaults(run=run_webhook)
 
     certs = commands.add_parser(
@@ -69,13 +74,16 @@ def run_webhook(args: argparse.Namespace) -> int:
             print(f"gpu-extender webhook: {error.path} {error.message}", file=sys.stderr)
         return 1
     from extender.webhook import server
+    from extender.webhook.trust import DEFAULT_TRUSTED_USERS
 
     logs.configure(args.log_level)  # only once the invocation is known to be good
     server.run(server.WebhookOptions(host=args.host, port=args.port,
                                      cert_file=args.tls_cert_file,
                                      key_file=args.tls_private_key_file,
                                      threads=args.threads, log_level=args.log_level,
-                                     access_log=args.access_log), platform)
+                                     access_log=args.access_log,
+                                     trusted_users=tuple(args.trusted_user) or
+                                     DEFAULT_TRUSTED_USERS), platform)
     return 0
 
 

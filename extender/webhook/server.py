@@ -17,6 +17,7 @@ from extender.platform import Platform
 from extender.server.logs import logging_config
 from extender.server.tls import ReloadingTlsContext, TlsFiles
 from extender.webhook.app import create_app
+from extender.webhook.trust import DEFAULT_TRUSTED_USERS
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,7 @@ class WebhookOptions:
     threads: int = 4
     log_level: str = "info"
     access_log: bool = False
+    trusted_users: tuple[str, ...] = DEFAULT_TRUSTED_USERS
 
 
 def gunicorn_settings(options: WebhookOptions) -> dict[str, Any]:
@@ -58,9 +60,11 @@ def gunicorn_settings(options: WebhookOptions) -> dict[str, Any]:
 
 
 class WebhookApplication(BaseApplication):  # type: ignore[misc]
-    def __init__(self, settings: dict[str, Any], platform: Platform) -> None:
+    def __init__(self, settings: dict[str, Any], platform: Platform,
+                 trusted_users: tuple[str, ...] = DEFAULT_TRUSTED_USERS) -> None:
         self._settings = settings
         self._platform = platform
+        self._trusted_users = trusted_users
         super().__init__()
 
     def load_config(self) -> None:
@@ -69,9 +73,9 @@ class WebhookApplication(BaseApplication):  # type: ignore[misc]
                 self.cfg.set(key, value)
 
     def load(self) -> Any:
-        return create_app(self._platform)
+        return create_app(self._platform, self._trusted_users)
 
 
 def run(options: WebhookOptions, platform: Platform) -> None:
     """Serve until gunicorn is told to stop (SIGTERM/SIGINT)."""
-    WebhookApplication(gunicorn_settings(options), platform).run()
+    WebhookApplication(gunicorn_settings(options), platform, options.trusted_users).run()
