@@ -18,6 +18,7 @@ from extender.agent.config import AgentConfig, OverusePolicy
 from extender.agent.corrections import Correction, correction
 from extender.agent.devices import DeviceMap
 from extender.agent.episodes import EpisodeTracker
+from extender.agent.handoff import HandoffCheck
 from extender.agent.inventory import Inventory, Sharing, build_inventory
 from extender.agent.kubelet import PodResourcesClient
 from extender.agent.metrics import AgentMetrics, PassView
@@ -70,6 +71,7 @@ class Agent:
         self._write = write
         self._publisher = AnnotationPublisher(api, node)
         self._episodes = EpisodeTracker()
+        self.handoff = HandoffCheck(api, metrics.registry, write=write)
 
     def run_pass(self) -> PassResult:
         problems: list[str] = []
@@ -92,6 +94,7 @@ class Agent:
         for fix in fixes:
             pods[fix.pod.key.uid] = replace(fix.pod, observed=fix.assignment)
         usage = measure(devices, pods, self._mapper)
+        problems += self.handoff.check(pods, devices, usage)[1]
         over = overuses(usage, self._config.overuse_tolerance_mib)
         for episode in self._episodes.update(over):
             self._start_episode(episode, problems)
