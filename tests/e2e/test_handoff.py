@@ -187,8 +187,8 @@ def test_a_finalizer_removal_passes_on_a_pod_whose_request_is_no_longer_valid(
 
     def admission_on() -> bool:
         try:
-            admin.create_namespaced_pod("legacy", {**stale, "metadata": {"name": "probe"}},
-                                        dry_run="All")
+            probe = {**stale, "metadata": {**stale["metadata"], "name": "probe"}}
+            admin.create_namespaced_pod("legacy", probe, dry_run="All")
         except ApiException as exc:
             return exc.status == 403
         return False
