@@ -127,6 +127,11 @@ class Bind:
                 f"{list(decision.assignment.gpu_indices) if decision.assignment else []}: the "
                 "CDI annotation names the index (nvidia.com/gpu=<index>); run the gpu-extender "
                 "node agent there so the UUID is named"))
+        if handoff.too_long:
+            self._binder.warn(key, "GpuHandoffSkipped", (
+                f"container(s) {', '.join(handoff.too_long)}: a name longer than 53 characters "
+                "does not fit an annotation key nvidia.cdi.k8s.io/container.<name>, so no CDI "
+                "handoff was written for it (shorten the container name)"))
         if self._announce is not None:
             self._announce(cycle, key, node, decision.assignment, decision.chosen_on)
         return BindOutcome(Decision.BOUND)

@@ -31,6 +31,9 @@ CDI_CONTAINER_PREFIX = CDI_PREFIX + "container."
 CDI_GPU_KIND = "nvidia.com/gpu"
 SHARE_KINDS = frozenset({RequestKind.VRAM, RequestKind.FRACTION})
 """Requests whose GPU the extender alone chooses (no device plugin allocates it)."""
+MAX_ANNOTATION_NAME = 63
+"""The name part of an annotation key (after the ``/``) is a qualified name of at most 63
+characters: ``container.<name>`` holds container names of at most 53."""
 KAI_CONTAINER_ANNOTATION = "gpu-fraction-container-name"
 """KAI Scheduler: which container a pod-level ``gpu-fraction`` / ``gpu-memory`` is for
 (default: the first container)."""
@@ -43,6 +46,8 @@ class Handoff:
     annotations: Mapping[str, str]
     unknown_uuid: bool = False
     """The node published no UUID for the GPU: the annotation names its index."""
+    too_long: tuple[str, ...] = ()
+    """Containers whose names are too long for an annotation key (no annotation for them)."""
 
 
 def share_containers(decoder: PodDecoder, pod: Mapping[str, Any]) -> tuple[str, ...]:
@@ -98,8 +103,11 @@ def handoff_annotations(assignment: Assignment | None, containers: Sequence[str]
             mode is not HandoffMode.CDI:
         return Handoff({})
     device, unknown = cdi_device(assignment)
-    return Handoff({CDI_CONTAINER_PREFIX + name: device for name in containers if name},
-                   unknown_uuid=unknown)
+    suffix = CDI_CONTAINER_PREFIX[len(CDI_PREFIX):]
+    fits = [n for n in containers if n and len(suffix) + len(n) <= MAX_ANNOTATION_NAME]
+    return Handoff({CDI_CONTAINER_PREFIX + name: device for name in fits},
+                   unknown_uuid=unknown,
+                   too_long=tuple(n for n in containers if n and n not in fits))
 
 
 def node_mode(config: HandoffConfig, labels: Mapping[str, str]) -> HandoffMode:

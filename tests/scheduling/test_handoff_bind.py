@@ -9,7 +9,7 @@ import pytest
 
 from extender.config.loader import load_config_text
 from extender.config.types import HandoffConfig, HandoffMode
-from extender.model import ANNOTATION_ASSIGNED
+from extender.model import ANNOTATION_ASSIGNED, Assignment, GpuGrant, RequestKind
 from extender.platform import Platform
 from extender.scheduling.handoff import (
     CDI_CONTAINER_PREFIX,
@@ -142,6 +142,15 @@ def test_a_none_pool_refuses_shares_and_says_what_to_write(platform: Platform) -
 ])
 def test_node_mode(labels: dict[str, str], mode: HandoffMode) -> None:
     assert node_mode(HandoffConfig(), labels) is mode
+
+
+def test_a_container_name_too_long_for_an_annotation_key_is_skipped_and_said() -> None:
+    # "container." (10) + 53 = 63 characters: the longest annotation name part
+    assignment = Assignment("n", RequestKind.VRAM, (GpuGrant(0, 1024, uuid="GPU-a"),))
+    fits, long = "a" * 53, "b" * 54
+    handoff = handoff_annotations(assignment, (fits, long), HandoffMode.CDI)
+    assert handoff.annotations == {CDI_CONTAINER_PREFIX + fits: "nvidia.com/gpu=GPU-a"}
+    assert handoff.too_long == (long,)
 
 
 def test_share_containers_skips_cpu_containers(platform: Platform) -> None:
