@@ -24,6 +24,7 @@ from extender.agent.config import AgentConfig, OverusePolicy, sharing_of
 from extender.agent.corrections import Correction, correction
 from extender.agent.devices import DeviceMap
 from extender.agent.episodes import EpisodeTracker
+from extender.agent.handoff import HandoffCheck
 from extender.agent.inventory import Inventory, Sharing, build_inventory
 from extender.agent.kubelet import PodResourcesClient
 from extender.agent.metrics import AgentMetrics, PassView
@@ -77,6 +78,7 @@ class Agent:
         self._write = write
         self._publisher = AnnotationPublisher(api, node)
         self._episodes = EpisodeTracker()
+        self.handoff = HandoffCheck(api, metrics.registry, write=write)
 
     def run_pass(self) -> PassResult:
         problems: list[str] = []
@@ -103,6 +105,8 @@ class Agent:
             pods[fix.pod.key.uid] = replace(fix.pod, observed=fix.assignment)
         usage = self._step("measure usage", problems,
                            lambda: measure(devices, pods, self._mapper)) or []
+        problems += self._step("handoff", problems,
+                               lambda: self.handoff.check(pods, devices, usage)[1]) or []
         over = overuses(usage, self._config.overuse_tolerance_mib)
         for episode in self._episodes.update(over):
             self._step("overuse", problems, lambda e=episode: self._start_episode(e, problems))

@@ -10,6 +10,7 @@ not two (this halved the writes per GPU pod; see benchmarks/bench_scheduler.py).
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
 from extender.apiserver.client import PodWriter
 from extender.apiserver.errors import Conflict, KubeError
@@ -36,14 +37,17 @@ class Binder:
         self._record_events = record_events
         self._events = events
 
-    def bind(self, pod: PodKey, node: str, assignment: Assignment | None) -> None:
-        """Bind, with the assignment's annotations when the pod holds GPUs; raises
-        ``KubeError``.
+    def bind(self, pod: PodKey, node: str, assignment: Assignment | None,
+             extra: Mapping[str, str] | None = None) -> None:
+        """Bind, with the assignment's annotations when the pod holds GPUs, and ``extra``
+        (the CDI handoff, ``scheduling/handoff.py``); raises ``KubeError``.
 
         Idempotent: a Binding refused with 409 because the same pod is already on ``node``
         (kube-scheduler retries a bind whose answer it did not get) is a success.
         """
         annotations = assignment_annotations(assignment) if assignment is not None else None
+        if extra:
+            annotations = {**(annotations or {}), **extra}
         try:
             self._api.create_binding(pod.namespace, pod.name, pod.uid, node, annotations)
         except Conflict as exc:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from extender.catalog.types import AcceleratorType
 from extender.config.admission.types import AdmissionConfig
@@ -127,6 +128,34 @@ class ServiceConfig:
     turns this on because there is no kube-scheduler in it."""
 
 
+class HandoffMode(StrEnum):
+    """How the GPU a VRAM share or fraction is booked on reaches its containers
+    (docs/handoff.md)."""
+
+    CDI = "cdi"
+    """The Binding also writes ``nvidia.cdi.k8s.io/container.<name>`` (the toolkit's NRI
+    plugin injects the device); the downward-API env stays for runtimes that read it."""
+    ENV = "env"
+    """Only the downward-API ``NVIDIA_VISIBLE_DEVICES`` (GPU Operator before 25.10, the
+    ``nvidia`` runtime honouring the env var of unprivileged pods)."""
+    NONE = "none"
+    """Nothing reaches the container (GKE: no NVIDIA runtime): shares are refused there."""
+
+
+@dataclass(frozen=True)
+class HandoffConfig:
+    """Per node pool: a node's ``node_label`` wins, then the first preset whose type label the
+    node carries, then ``default``."""
+
+    default: HandoffMode = HandoffMode.CDI
+    presets: Mapping[str, HandoffMode] = field(
+        default_factory=lambda: {"gke": HandoffMode.NONE})
+    """Label preset name (``nodeLabels.presets``) -> mode of the nodes carrying its type label.
+    GKE runs no NVIDIA runtime: its device plugin hands out ``/dev/nvidiaN`` itself."""
+    node_label: str = "gpu-extender.io/handoff"
+    """A node label whose value (cdi, env, none) sets the mode of its pool."""
+
+
 @dataclass(frozen=True)
 class PlatformConfig:
     accelerators: tuple[AcceleratorType, ...]
@@ -137,3 +166,5 @@ class PlatformConfig:
     admission: AdmissionConfig = field(default_factory=AdmissionConfig)
     """What the admission webhook refuses, warns about and writes (``gpu-extender webhook``)."""
     foreign_forms: ForeignFormsConfig = field(default_factory=ForeignFormsConfig)
+    handoff: HandoffConfig = field(default_factory=HandoffConfig)
+    """How a share's GPU reaches its containers, per node pool (docs/handoff.md)."""

@@ -31,6 +31,7 @@ class Reason(IntEnum):
     BOUND_ELSEWHERE = 12
     """A retried cycle of a pod whose Binding went through: only its node can host it (never
     produced by ``fit``: the filter answers such a pod from its holding)."""
+    NO_HANDOFF = 13
     # unschedulable: full now
     GPUS_BUSY = 20
     VRAM_BUSY = 21
@@ -73,6 +74,10 @@ _TEMPLATES: dict[Reason, Callable[[Catalog, int, int, int], str]] = {
         f"all {a} accepted GPU(s) are MIG-partitioned; only MIG instances may use them",
     Reason.BOUND_ELSEWHERE: lambda cat, a, b, c:
         "the pod is already bound to another node (its Binding went through)",
+    Reason.NO_HANDOFF: lambda cat, a, b, c:
+        "the node's pool cannot hand a VRAM share or fraction to a container (handoff: none; "
+        "on GKE no NVIDIA runtime reads it): ask nvidia.com/gpu: 1 on a time-sharing pool "
+        "instead",
     Reason.UNHEALTHY: lambda cat, a, b, c:
         f"{a} of the node's accepted GPUs are unhealthy; {b} healthy, the pod needs {c}",
     Reason.GPUS_BUSY: lambda cat, a, b, c:

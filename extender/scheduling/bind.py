@@ -35,6 +35,7 @@ from extender.inventory.snapshot import ClusterSnapshot
 from extender.inventory.store import HoldingState, Inventory
 from extender.model import Assignment, PodKey
 from extender.scheduling.cycle import CycleTable, PodCycle
+from extender.scheduling.handoff import Handoff, HandoffPools, handoff_annotations
 from extender.scheduling.mix import PlacedPods
 from extender.scheduling.outcome import Decision
 
@@ -83,7 +84,8 @@ raise."""
 class Bind:
     def __init__(self, inventory: Inventory, cycles: CycleTable, binder: Binder,
                  api: PodWriter, placed: PlacedPods, *,
-                 announce: Announce | None = None, unanswered_ttl: float = 30.0) -> None:
+                 announce: Announce | None = None, unanswered_ttl: float = 30.0,
+                 handoff: HandoffPools | None = None) -> None:
         """``unanswered_ttl``: how long the GPUs of a bind that got no answer stay held
         without the watch confirming them (the reservation TTL)."""
         self._inventory = inventory
@@ -93,6 +95,7 @@ class Bind:
         self._placed = placed
         self._announce = announce
         self._unanswered_ttl = unanswered_ttl
+        self._handoff = handoff
         self._lock = threading.Lock()
 
     def __call__(self, key: PodKey, node: str) -> BindOutcome:
@@ -110,8 +113,9 @@ class Bind:
         ours = decision.backing is _Backing.OUR_HOLD
         completed = False
         unanswered = False
+        handoff = self._handoff_for(cycle, node, decision.assignment)
         try:
-            self._binder.bind(key, node, decision.assignment)
+            self._binder.bind(key, node, decision.assignment, handoff.annotations)
             completed = True
         except KubeError as exc:
             unanswered = _unanswered(exc)
@@ -129,9 +133,28 @@ class Bind:
             self._placed.placed(key.uid, pod.request, pod.cpu_milli, pod.memory_mib)
         if decision.backing is _Backing.ALREADY_BOUND:
             return BindOutcome(Decision.ALREADY_BOUND)
+        if handoff.unknown_uuid:
+            self._binder.warn(key, "GpuUuidUnknown", (
+                f"node {node} publishes no UUID for GPU(s) "
+                f"{list(decision.assignment.gpu_indices) if decision.assignment else []}: the "
+                "CDI annotation names the index (nvidia.com/gpu=<index>); run the gpu-extender "
+                "node agent there so the UUID is named"))
+        if handoff.too_long:
+            self._binder.warn(key, "GpuHandoffSkipped", (
+                f"container(s) {', '.join(handoff.too_long)}: a name longer than 53 characters "
+                "does not fit an annotation key nvidia.cdi.k8s.io/container.<name>, so no CDI "
+                "handoff was written for it (shorten the container name)"))
         if self._announce is not None:
             self._announce(cycle, key, node, decision.assignment, decision.chosen_on)
         return BindOutcome(Decision.BOUND)
+
+    def _handoff_for(self, cycle: PodCycle, node: str,
+                     assignment: Assignment | None) -> Handoff:
+        """The CDI annotations of a share pod on a ``cdi`` pool (docs/handoff.md)."""
+        if self._handoff is None or assignment is None:
+            return Handoff({})
+        mode = self._handoff.mode(self._inventory.snapshot(), node)
+        return handoff_annotations(assignment, cycle.pod.share_containers, mode)
 
     def _decide(self, key: PodKey, node: str, cycle: PodCycle) -> _Decision:
         # A BOUND/OBSERVED holding is answered from (never replaced): see holds.py.

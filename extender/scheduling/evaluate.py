@@ -27,6 +27,7 @@ from extender.core.request import PlacementRequest
 from extender.inventory.snapshot import ClusterSnapshot
 from extender.platform import Platform
 from extender.scheduling.cycle import CycleTable, FitMemo, PodCycle
+from extender.scheduling.handoff import SHARE_KINDS, HandoffPools
 from extender.scheduling.templates import TemplateFit, fit_templates
 
 
@@ -59,6 +60,9 @@ class Evaluator:
         self._platform = platform
         self._cycles = cycles
         self._check_cpu_memory = check_cpu_memory
+        self.handoff = HandoffPools(platform.config.handoff)
+        """Which pools cannot hand a share over (their rows refuse VRAM shares and
+        fractions)."""
         self.fit_cache_hits = 0
         """Calls that reused the cycle's fit instead of recomputing it (a benign race)."""
 
@@ -100,7 +104,21 @@ class Evaluator:
                 self.fit_cache_hits += 1
                 return cached
         result = fit(snapshot, placement, rows, check_cpu_memory=self._check_cpu_memory)
+        if placement.request.kind in SHARE_KINDS:
+            result = self._refuse_no_handoff(snapshot, result)
         if cycle is not None:
             self._cycles.remember_fit(cycle, FitMemo.of(snapshot.n_nodes,
                                                         snapshot.generation, result))
         return result
+
+    def _refuse_no_handoff(self, snapshot: ClusterSnapshot, result: FitResult) -> FitResult:
+        """A share on a pool whose handoff is ``none`` could be booked but never reach its
+        container: unresolvable there, with what to ask instead."""
+        refused = self.handoff.refused_rows(snapshot)[result.rows]
+        if not refused.any():
+            return result
+        code = result.code.copy()
+        params = result.params.copy()
+        code[refused] = Reason.NO_HANDOFF
+        params[refused] = 0
+        return FitResult(rows=result.rows, code=code, params=params, units=result.units)

@@ -16,6 +16,7 @@ from extender.kube import objects
 from extender.kube.shape import ShapeError, check_pod
 from extender.model import ASSIGNMENT_ANNOTATIONS, GpuRequest, NodeInfo, PodKey
 from extender.platform import Platform
+from extender.scheduling.handoff import SHARE_KINDS, share_containers
 
 _ANNOTATION_PROBLEMS = tuple(f"metadata.annotations[{a}]" for a in ASSIGNMENT_ANNOTATIONS)
 """Problems of our annotations (``assigned`` and the agent's ``assigned-observed``): on a pod
@@ -39,6 +40,8 @@ class DecodedPod:
     """The inventory node map a selection-typed placement was resolved against (a pod whose
     required node selection reaches only protected types is typed by it, see
     ``kube/selection.py``); ``None``: not typed by its selection."""
+    share_containers: tuple[str, ...] = ()
+    """A VRAM share or fraction: the containers that hold it (the CDI handoff names them)."""
 
 
 pod_key = objects.pod_key
@@ -71,8 +74,10 @@ def decode_pod(platform: Platform, pod: Mapping[str, Any], key: PodKey,
             memory_mib=info.memory_mib, nodes=nodes)
     typed_against = nodes if info.request is not None and \
         info.request.selection is not None else None
+    holders = share_containers(platform.pods, pod) \
+        if info.request is not None and info.request.kind in SHARE_KINDS else ()
     return DecodedPod(key, version, info.request, placement, error, info.cpu_milli,
-                      info.memory_mib, info.node_name, typed_against)
+                      info.memory_mib, info.node_name, typed_against, holders)
 
 
 def retyped(platform: Platform, decoded: DecodedPod,

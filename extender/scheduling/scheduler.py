@@ -91,7 +91,8 @@ class Scheduler:
                                      self.scorer, events=events,
                                      reservation_ttl=reservation_ttl)
         self.bind = Bind(inventory, self.cycles, binder, api, self.placed,
-                         announce=self.announcer, unanswered_ttl=reservation_ttl)
+                         announce=self.announcer, unanswered_ttl=reservation_ttl,
+                         handoff=self.evaluator.handoff)
 
     def observed_placed(self, info: PodInfo) -> None:
         """The sync path saw ``info`` bound (``InventoryApplier.on_placed``)."""

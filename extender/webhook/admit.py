@@ -3,10 +3,11 @@ extender's own pod decoder, so admission and filter say the same thing about the
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from extender.config.admission.types import SHARE_KINDS
 from extender.errors import RequestError
 from extender.kube.shape import check_pod
 from extender.model import (
@@ -16,7 +17,7 @@ from extender.model import (
     GpuRequest,
 )
 from extender.platform import Platform
-from extender.webhook import patch
+from extender.webhook import patch, trust
 from extender.webhook.mapping import PlatformMapping
 from extender.webhook.review import AdmissionRequest
 
@@ -27,17 +28,20 @@ DEFAULT_SCHEDULERS = ("", "default-scheduler")
 class Answer:
     allowed: bool
     outcome: str
-    """For metrics: not-a-pod, no-gpu, allowed, refused, invalid, patched, unchanged."""
+    """For metrics: not-a-pod, no-gpu, allowed, refused, forged, invalid, patched,
+    unchanged."""
     message: str = ""
     warnings: tuple[str, ...] = ()
     patch: tuple[patch.Operation, ...] = ()
 
 
 class PodAdmission:
-    def __init__(self, platform: Platform) -> None:
+    def __init__(self, platform: Platform,
+                 trusted_users: Collection[str] = trust.DEFAULT_TRUSTED_USERS) -> None:
         self._platform = platform
         self._config = platform.config.admission
         self.mapping = PlatformMapping(platform)
+        self.trusted_users = frozenset(trusted_users)
 
     def _decode(self, pod: Mapping[str, Any]) -> GpuRequest | None:
         # the shape first, as the extender's cycle does (ShapeError is a RequestError naming
@@ -48,12 +52,32 @@ class PodAdmission:
     # -- validate ----------------------------------------------------------------------------
 
     def validate(self, review: AdmissionRequest) -> Answer:
+        """CREATE: the request and who wrote the GPU annotations. UPDATE: only what it
+        changes (a finalizer removed from a pod whose request is no longer valid passes)."""
         if review.kind != "Pod":
             return Answer(True, "not-a-pod")
+        update = review.operation == "UPDATE" and review.old_object is not None
+        old = review.old_object if update else None
+        if review.username not in self.trusted_users:
+            forged = trust.forged_annotations(review.object, old)
+            if forged:
+                return Answer(False, "forged", message=trust.forgery_message(
+                    forged, review.username, self.trusted_users))
         try:
             request = self._decode(review.object)
         except RequestError as exc:
+            if old is not None and self._same_refusal(old, str(exc)):
+                return Answer(True, "unchanged")  # not this update's doing
             return Answer(False, "refused", message=f"gpu-extender: {exc}")
+        if request is not None and not update and request.kind.value in SHARE_KINDS:
+            env = self._config.visible_devices.env
+            foreign = trust.foreign_visible_devices(review.object, env)
+            if foreign:
+                return Answer(False, "forged", message=(
+                    f"gpu-extender: {', '.join(foreign)}: {env} in a pod with a GPU share "
+                    f"would choose its GPU; only the reference to "
+                    f"metadata.annotations['{ANNOTATION_VISIBLE_DEVICES}'] that the webhook "
+                    f"writes is accepted (remove the variable)"))
         warnings = self._warnings(review.object, request) if self._config.warnings else ()
         if request is None:
             return Answer(True, "no-gpu", warnings=warnings)
@@ -86,6 +110,13 @@ class PodAdmission:
                        f"value on label {self.mapping.type_key}; autoscalers cannot tell "
                        f"which nodes fit (add admission.platformMapping.gpuTypes entries)")
         return tuple(out)
+
+    def _same_refusal(self, old: Mapping[str, Any], message: str) -> bool:
+        try:
+            self._decode(old)
+        except RequestError as exc:
+            return str(exc) == message
+        return False
 
     # -- mutate ------------------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 import orjson
 from flask import Flask, Response, request
@@ -22,6 +22,7 @@ from extender.platform import Platform
 from extender.webhook.admit import Answer, PodAdmission
 from extender.webhook.metrics import WebhookMetrics
 from extender.webhook.review import AdmissionRequest, ReviewError, decode_review, encode_response
+from extender.webhook.trust import DEFAULT_TRUSTED_USERS
 
 _log = logging.getLogger(__name__)
 JSON = "application/json"
@@ -33,10 +34,12 @@ def _json(document: object, status: int = 200) -> Response:
     return Response(orjson.dumps(document), status=status, content_type=JSON)
 
 
-def create_app(platform: Platform) -> Flask:
+def create_app(platform: Platform,
+               trusted_users: Collection[str] = DEFAULT_TRUSTED_USERS) -> Flask:
+    """``trusted_users``: who may write the GPU annotations (``trust.py``)."""
     app = Flask("gpu-extender-webhook")
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
-    admission = PodAdmission(platform)
+    admission = PodAdmission(platform, trusted_users)
     metrics = WebhookMetrics()
     app.add_url_rule("/validate", "validate", _review_view("validate", admission.validate,
                                                            metrics), methods=["POST"])

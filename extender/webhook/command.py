@@ -36,6 +36,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     parser.add_argument("--threads", type=positive_int, default=4,
                         help="request threads (default: 4)")
     parser.add_argument("--access-log", action="store_true", help="log every request")
+    parser.add_argument("--trusted-user", action="append", default=[], metavar="NAME",
+                        help="an identity (userInfo.username) that may write the GPU "
+                             "annotations gpu-extender.io/assigned, assigned-observed, "
+                             "visible-devices and nvidia.cdi.k8s.io/* (repeatable; default: "
+                             "system:serviceaccount:kube-system:gpu-extender)")
     parser.set_defaults(run=run_webhook)
 
     certs = commands.add_parser(
@@ -69,6 +74,7 @@ def run_webhook(args: argparse.Namespace) -> int:
         raise fail("\n".join(f"gpu-extender webhook: {error.path} {error.message}"
                              for error in exc.errors), EXIT_ERROR) from exc
     from extender.webhook import server
+    from extender.webhook.trust import DEFAULT_TRUSTED_USERS
 
     configure_logging(args)  # only once the invocation is known to be good
     server.run(server.WebhookOptions(host=args.host, port=args.port,
@@ -76,7 +82,9 @@ def run_webhook(args: argparse.Namespace) -> int:
                                      key_file=args.tls_private_key_file,
                                      threads=args.threads, log_level=args.log_level,
                                      log_format=args.log_format, access_log=args.access_log,
-                                     head_timeout_s=args.head_timeout), platform)
+                                     head_timeout_s=args.head_timeout,
+                                     trusted_users=tuple(args.trusted_user) or
+                                     DEFAULT_TRUSTED_USERS), platform)
     return EXIT_OK
 
 

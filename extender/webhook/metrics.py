@@ -17,7 +17,7 @@ class WebhookMetrics:
                             buckets=BUCKETS, registry=self.registry)
         self._reviews = Counter(
             f"{PREFIX}_reviews",
-            "AdmissionReviews answered, by endpoint and outcome (no-gpu, allowed, refused, "
+            "AdmissionReviews answered, by endpoint and outcome (no-gpu, allowed, refused, forged, "
             "patched, unchanged, invalid, not-a-pod, error, malformed).",
             ["endpoint", "outcome"], registry=self.registry)
         self.observe = {e: latency.labels(e).observe for e in ENDPOINTS}

@@ -38,6 +38,11 @@ class AdmissionRequest:
     operation: str
     object: Mapping[str, Any]
     dry_run: bool = False
+    old_object: Mapping[str, Any] | None = None
+    """The pod before an UPDATE (``None`` on CREATE)."""
+    username: str = ""
+    """``request.userInfo.username``: who asks (trusted identities may write the GPU
+    annotations, ``trust.py``)."""
 
 
 def decode_review(body: bytes) -> AdmissionRequest:
@@ -60,8 +65,12 @@ def decode_review(body: bytes) -> AdmissionRequest:
         raise ReviewError(f"request.uid: must be a non-empty string, got {uid!r}")
     kind = request.get("kind") or {}
     obj = request.get("object")
-    if not isinstance(kind, dict) or not isinstance(obj, dict | None):
-        raise ReviewError("request.kind and request.object: must be objects")
+    old = request.get("oldObject")
+    if not isinstance(kind, dict) or not isinstance(obj, dict | None) or \
+            not isinstance(old, dict | None):
+        raise ReviewError("request.kind, request.object and request.oldObject: must be objects")
+    user = request.get("userInfo") or {}
+    username = user.get("username") if isinstance(user, dict) else None
     return AdmissionRequest(
         uid=uid,
         kind=str(kind.get("kind", "")),
@@ -69,6 +78,8 @@ def decode_review(body: bytes) -> AdmissionRequest:
         operation=str(request.get("operation") or ""),
         object=obj or {},
         dry_run=bool(request.get("dryRun")),
+        old_object=old,
+        username=username if isinstance(username, str) else "",
     )
 
 

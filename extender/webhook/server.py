@@ -19,6 +19,7 @@ from extender.runtime.command import DEFAULT_HEAD_TIMEOUT_S
 from extender.runtime.gunicorn import GunicornApp, common_settings
 from extender.runtime.tls import TlsFiles
 from extender.webhook.app import create_app
+from extender.webhook.trust import DEFAULT_TRUSTED_USERS
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,7 @@ class WebhookOptions:
     log_format: str = "json"
     access_log: bool = False
     head_timeout_s: float = DEFAULT_HEAD_TIMEOUT_S
+    trusted_users: tuple[str, ...] = DEFAULT_TRUSTED_USERS
 
 
 def gunicorn_settings(options: WebhookOptions) -> dict[str, Any]:
@@ -45,5 +47,6 @@ def gunicorn_settings(options: WebhookOptions) -> dict[str, Any]:
 
 def run(options: WebhookOptions, platform: Platform) -> None:
     """Serve until gunicorn is told to stop (SIGTERM/SIGINT)."""
-    GunicornApp(gunicorn_settings(options), lambda: create_app(platform),
+    GunicornApp(gunicorn_settings(options),
+                lambda: create_app(platform, options.trusted_users),
                 head_timeout_s=options.head_timeout_s).run()

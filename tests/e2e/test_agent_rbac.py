@@ -20,7 +20,7 @@ from extender.agent.metrics import AgentMetrics
 from extender.agent.nvml_fixture import FixtureBackend
 from extender.apiserver.errors import KubeError
 from extender.apiserver.node_agent import ApiServerAgentApi
-from extender.model import ANNOTATION_NODE_GPUS, PodKey
+from extender.model import ANNOTATION_NODE_GPUS, ANNOTATION_OBSERVED, PodKey
 from extender.platform import load_platform
 from localcluster.binaries import REPO_ROOT
 from tests.e2e.gpu_helpers import gpu_cluster
@@ -95,7 +95,8 @@ def test_the_agent_may_change_only_its_own_node(controlplane_binaries: object,
                       kubelet=None, write=True)
         assert agent.run_pass().problems == []
         assert ANNOTATION_NODE_GPUS in admin.read_node("gpu-node").metadata.annotations
-        api.patch_pod_annotations(PodKey("default", "mine", mine.metadata.uid), {"a": "b"})
+        api.patch_pod_annotations(PodKey("default", "mine", mine.metadata.uid),
+                                  {ANNOTATION_OBSERVED: "{}"})
         api.warn(PodKey("default", "mine", mine.metadata.uid), "GPUMemoryOveruse", "test")
 
         # Nothing else.
@@ -112,7 +113,27 @@ def test_the_agent_may_change_only_its_own_node(controlplane_binaries: object,
             api._call("label node", api._core.patch_node, "gpu-node",
                       {"metadata": {"labels": {"nvidia.com/gpu.product": "NVIDIA-H100"}}},
                       _content_type="application/merge-patch+json")
-        assert "only annotations" in str(error.value.__cause__.body)
+        assert "only its own (gpu-extender.io/) annotations" in str(error.value.__cause__.body)
+        # of its Node's annotations only its own, of a pod only assigned-observed
+        mine_key = PodKey("default", "mine", mine.metadata.uid)
+        for action, message in [
+            (lambda: api.patch_node_annotations("gpu-node", {"example.com/x": "y"}),
+             "only its own (gpu-extender.io/) annotations"),
+            (lambda: api.patch_pod_annotations(mine_key, {"a": "b"}),
+             "only the gpu-extender.io/assigned-observed"),
+            (lambda: api.patch_pod_annotations(mine_key, {"gpu-extender.io/assigned": "{}"}),
+             "only the gpu-extender.io/assigned-observed"),
+            (lambda: api._call("label pod", api._core.patch_namespaced_pod, "mine", "default",
+                               {"metadata": {"labels": {"team": "x"}}}),
+             "only the gpu-extender.io/assigned-observed"),
+            (lambda: api._call("retolerate pod", api._core.patch_namespaced_pod, "mine",
+                               "default", {"spec": {"tolerations": [
+                                   {"key": "k", "operator": "Exists"}]}}),
+             "only the gpu-extender.io/assigned-observed"),
+        ]:
+            with pytest.raises(KubeError, match="HTTP 422") as error:
+                action()
+            assert message in str(error.value.__cause__.body)
         with pytest.raises(KubeError, match="HTTP 403"):  # plain RBAC
             api._call("list secrets", api._core.list_namespaced_secret, NS)
 

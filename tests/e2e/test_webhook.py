@@ -53,8 +53,11 @@ def cluster(controlplane_binaries: object, tmp_path_factory: pytest.TempPathFact
         gpu_taint = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
         local.create_node("gke-a100", {"nvidia.com/gpu": 2},
                           labels={GKE_ACCELERATOR: "nvidia-a100-80gb"}, taints=[gpu_taint])
+        # a GKE pool running the GPU Operator with NRI (Ubuntu nodes): it labels its handoff,
+        # or the gke preset's `none` would refuse the VRAM share below (docs/handoff.md)
         local.create_node("gke-t4", {"nvidia.com/gpu": 2},
-                          labels={GKE_ACCELERATOR: "nvidia-tesla-t4"})
+                          labels={GKE_ACCELERATOR: "nvidia-tesla-t4",
+                                  "gpu-extender.io/handoff": "cdi"})
         local.create_node("flyte-a100", {"nvidia.com/gpu": 2},
                           labels={FLYTE_DEVICE: "nvidia-tesla-a100"},
                           taints=[{"key": FLYTE_DEVICE, "value": "nvidia-tesla-a100",
