@@ -16,8 +16,10 @@ from extender.apiserver.client import KubeApi, PodWriter
 from extender.core.workload import WorkloadMix
 from extender.inventory.store import Inventory
 from extender.platform import Platform
+from extender.scheduling.preempt import Preempt
 from extender.scheduling.scheduler import Scheduler
 from extender.server.metrics import ExtenderMetrics
+from extender.server.preempt_verb import PreemptVerb
 from extender.server.verbs import SchedulingVerbs
 from extender.sync.apply import InventoryApplier
 from extender.sync.cluster import ClusterSync
@@ -46,6 +48,10 @@ class ExtenderService:
                                    on_new_pod=on_new_pod, clock=clock)
         self.applier.on_placed = self.scheduler.observed_placed
         self.verbs = SchedulingVerbs(platform, self.scheduler, self.metrics)
+        self.preempt = PreemptVerb(Preempt(self.inventory, self.scheduler.cycles,
+                                           self.applier.pod_facts,
+                                           check_cpu_memory=config.check_cpu_memory),
+                                   self.metrics)
         self.offline: OfflineCluster | None = None
         self.sync: ClusterSync | None = None
         self._offline_objects: ClusterObjects | None = None

@@ -34,6 +34,7 @@ from extender.inventory.store import ApplyReport, Holding, HoldingState, Invento
 from extender.kube import objects
 from extender.model import Assignment, GpuRequest, NodeInfo, PodInfo
 from extender.platform import Platform
+from extender.sync.pod_facts import PodFacts
 
 _log = logging.getLogger(__name__)
 
@@ -59,6 +60,8 @@ class InventoryApplier:
         self._awaiting: dict[str, dict[str, PodInfo]] = {}  # node -> uid -> pod to infer
         self.inferred_total = 0
         self.inference_failures_total = 0
+        self.pod_facts = PodFacts()
+        """Priority, age and shields of every bound pod (for the preemption verb)."""
 
     # -- nodes -------------------------------------------------------------------------------
 
@@ -111,7 +114,9 @@ class InventoryApplier:
         with self._lock:
             if event_type == DELETED:
                 self._remove_pod(objects.uid(pod))
+                self.pod_facts.remove(objects.uid(pod))
                 return
+            self.pod_facts.observe(pod)
             info = self._platform.pods.decode(pod)
             if not info.key.uid:
                 return
@@ -133,6 +138,8 @@ class InventoryApplier:
             holdings: list[Holding] = []
             to_infer: list[PodInfo] = []
             live: set[str] = set()
+            pods = list(pods)
+            self.pod_facts.replace_all(pods)
             for info in map(self._platform.pods.decode, pods):
                 if not info.key.uid or info.terminal or not info.node_name:
                     continue
