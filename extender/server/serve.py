@@ -60,6 +60,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     parser.add_argument("--watch-timeout", type=_positive, default=300, metavar="SECONDS",
                         help="server-side timeout of each watch request before it is renewed "
                              "(default: 300)")
+    parser.add_argument("--publish-node-capacity", action="store_true",
+                        help="keep status.capacity/allocatable gpu-extender.io/gpu-memory "
+                             "(bytes) and gpu-extender.io/gpu-milli of every GPU node equal to "
+                             "what the inventory offers for shares (needs nodes/status patch; "
+                             "one replica only)")
     parser.add_argument("--no-debug-endpoints", action="store_true",
                         help="do not serve /debug/inventory and /debug/explain")
     tls = parser.add_argument_group(
@@ -180,6 +185,8 @@ def prepare(args: argparse.Namespace) -> Callable[[], Any] | int:
 
     def build_online() -> ExtenderService:
         api = ApiServerClient.from_configuration(configuration)
-        return ExtenderService.online(platform, api, watch_timeout_seconds=args.watch_timeout)
+        return ExtenderService.online(
+            platform, api, watch_timeout_seconds=args.watch_timeout,
+            publish_capacity=api if args.publish_node_capacity else None)
 
     return build_online

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from extender.apiserver.client import KubeApi, PodWriter
+from extender.apiserver.client import KubeApi, NodeStatusWriter, PodWriter
 from extender.core.workload import WorkloadMix
 from extender.inventory.store import Inventory
 from extender.platform import Platform
@@ -23,6 +23,7 @@ from extender.server.preempt_verb import PreemptVerb
 from extender.server.verbs import SchedulingVerbs
 from extender.sync.apply import InventoryApplier
 from extender.sync.cluster import ClusterSync
+from extender.sync.node_capacity import CapacityPublisher
 from extender.sync.node_warnings import NodeWarnings
 from extender.sync.offline import ClusterObjects, OfflineCluster
 
@@ -54,6 +55,7 @@ class ExtenderService:
                                    self.metrics)
         self.offline: OfflineCluster | None = None
         self.sync: ClusterSync | None = None
+        self.capacity: CapacityPublisher | None = None
         self._offline_objects: ClusterObjects | None = None
         self._stoppers: list[Callable[[], None]] = []
         self._when_synced: list[Callable[[], None]] = []
@@ -63,7 +65,9 @@ class ExtenderService:
 
     @classmethod
     def online(cls, platform: Platform, client: KubeApi, *,
-               watch_timeout_seconds: int = 300) -> ExtenderService:
+               watch_timeout_seconds: int = 300,
+               publish_capacity: NodeStatusWriter | None = None) -> ExtenderService:
+        """``publish_capacity``: write the share capacity into node status (the leader)."""
         inventory = Inventory(platform.catalog)
         service = cls(platform, client, inventory=inventory, applier=InventoryApplier(
             platform, inventory, on_node_problems=NodeWarnings(client)))
@@ -73,6 +77,8 @@ class ExtenderService:
             watch_timeout_seconds=watch_timeout_seconds,
             on_restart=service.metrics.watch_restart, on_repairs=service.metrics.repairs,
             on_synced=service._synced)
+        if publish_capacity is not None:
+            service.capacity = CapacityPublisher(inventory, publish_capacity)
         return service
 
     @classmethod
@@ -95,6 +101,9 @@ class ExtenderService:
         if self.sync is not None:
             self.sync.start()
             self._stoppers.append(self.sync.stop)
+        if self.capacity is not None:
+            self.capacity.start()
+            self._stoppers.append(self.capacity.stop)
         if self.offline is not None and self._offline_objects is not None:
             objects, self._offline_objects = self._offline_objects, None
             self.offline.load(objects)
