@@ -53,10 +53,8 @@ ldflags="-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=$kwok_version"
 partial="$key_dir/bin.partial"
 rm -rf "$partial"
 mkdir -p "$partial"
-# Cold build measured here (2-core shared machine, warm k8s.io modules from the control plane):
-# see hack/README.md. Most packages (client-go, apimachinery) are shared with the control plane's
-# GOCACHE entries only when versions match, so expect a few minutes.
-echo "build-kwok: building kwok $kwok_version from its Go module (a cold build takes about 6-10 minutes on 2 cores)" >&2
+# Cold build measured on the 2-core dev machine under load: 7m56s (hack/README.md).
+echo "build-kwok: building kwok $kwok_version from its Go module (a cold build takes about 8 minutes on 2 cores)" >&2
 (cd "$kwok_module" && go mod download && go build -trimpath -ldflags "$ldflags" -o "$partial/kwok" sigs.k8s.io/kwok/cmd/kwok)
 rm -rf "$key_dir/bin"
 mv "$partial" "$key_dir/bin"

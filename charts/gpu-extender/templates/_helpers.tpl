@@ -84,6 +84,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
     {{- if not .Values.extender.debugEndpoints }}
     - --no-debug-endpoints
     {{- end }}
+    {{- if .Values.extender.publishNodeCapacity }}
+    - --publish-node-capacity
+    {{- end }}
     {{- if $service }}
     - --tls-cert-file=/etc/gpu-extender-tls/tls.crt
     - --tls-private-key-file=/etc/gpu-extender-tls/tls.key
@@ -191,6 +194,7 @@ extenders:
     prioritizeVerb: prioritize
     weight: {{ .Values.extender.weight }}
     bindVerb: bind
+    preemptVerb: preempt
     httpTimeout: {{ .Values.extender.httpTimeout }}
     nodeCacheCapable: true
     ignorable: {{ .Values.extender.ignorable }}
