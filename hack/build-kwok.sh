@@ -18,34 +18,12 @@ set -euo pipefail
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 kwok_module="$repo_root/hack/kwok"
 
-# Read from go.mod text so that the "already built" path needs no `go` invocation.
-kwok_version=$(awk '$1 == "sigs.k8s.io/kwok" && $2 ~ /^v/ {print $2; exit}' "$kwok_module/go.mod")
-if [[ -z "$kwok_version" ]]; then
-  echo "build-kwok: cannot read the pinned sigs.k8s.io/kwok version from hack/kwok/go.mod" >&2
-  exit 1
-fi
-
-cache_root=${GPU_EXTENDER_CACHE:-$HOME/.cache/gpu-extender}
-key_dir="$cache_root/kwok-${kwok_version#v}"
-kwok_bin="$key_dir/bin/kwok"
-
-if [[ -x "$kwok_bin" ]]; then
-  echo "build-kwok: reusing cached kwok $kwok_version" >&2
-  echo "$kwok_bin"
-  exit 0
-fi
-
-mkdir -p "$key_dir"
-# Serialise concurrent builds of the same key; the second waits and then reuses the first's binary.
-exec 9>"$key_dir/.lock"
-if command -v flock >/dev/null && ! flock -n 9; then
-  echo "build-kwok: another build of kwok $kwok_version is running; waiting for $key_dir/.lock" >&2
-  flock 9
-  if [[ -x "$kwok_bin" ]]; then
-    echo "$kwok_bin"
-    exit 0
-  fi
-fi
+# The cache key (read from go.mod text: the "already built" path needs no `go` invocation),
+# reuse of a cached build, and the per-key lock: hack/lib/cached-tool.sh.
+source "$repo_root/hack/lib/cached-tool.sh"
+cached_tool_or_lock build-kwok "$kwok_module" sigs.k8s.io/kwok kwok
+kwok_version=$tool_version
+kwok_bin=$tool_bin
 
 export CGO_ENABLED=0 GOTOOLCHAIN=local
 start_s=$SECONDS

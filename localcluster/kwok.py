@@ -18,13 +18,12 @@ cluster keep their plain behaviour.
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from localcluster.binaries import REPO_ROOT
+from localcluster.binaries import REPO_ROOT, built_by
 from localcluster.nodes import fake_node_manifest
 from localcluster.process import ManagedProcess
 
@@ -42,15 +41,7 @@ def find_kwok() -> Path:
     """$GPU_EXTENDER_KWOK_BIN, else the cached build of the pinned version (building it first:
     minutes, once per machine)."""
     override = os.environ.get(OVERRIDE_ENV)
-    if override:
-        return Path(override)
-    result = subprocess.run(["bash", str(BUILD_SCRIPT)], stdout=subprocess.PIPE, text=True,
-                            check=False)
-    lines = result.stdout.strip().splitlines()
-    if result.returncode != 0 or not lines:
-        raise RuntimeError(f"{BUILD_SCRIPT} failed with status {result.returncode}; "
-                           "see its output above")
-    return Path(lines[-1])
+    return Path(override) if override else built_by(BUILD_SCRIPT)
 
 
 def kwok_command(binary: Path, kubeconfig: Path, stages: Path = STAGES) -> list[str]:

@@ -20,7 +20,7 @@ from typing import Any
 
 from extender.errors import shown
 from extender.kube import objects
-from extender.server.wire import MAX_NAME, WireError, _get, _object
+from extender.server.wire import MAX_NAME, WireError, _get, _object, required_pod
 
 MAX_UID = 128
 """Longer than any UID Kubernetes writes (36 characters)."""
@@ -37,10 +37,7 @@ class PreemptionArgs:
 
 def decode_preemption_args(body: bytes) -> PreemptionArgs:
     doc = _object(body, "ExtenderPreemptionArgs")
-    pod = _get(doc, "Pod")
-    if not isinstance(pod, dict):
-        raise WireError("Pod", "required; must be a Pod object" if pod is None
-                        else f"must be a Pod object, got {type(pod).__name__}")
+    pod = required_pod(doc)
     meta = _get(doc, "NodeNameToMetaVictims")
     full = _get(doc, "NodeNameToVictims")
     if meta is not None:

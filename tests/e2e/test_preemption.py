@@ -120,11 +120,16 @@ def test_share_evicts_the_fewest_pods_of_one_gpu(
     assert alive(c) == {"s8", "s12a", "s12b", "hi"}
 
 
+def full_l4(c: LocalCluster, kwok: Kwok) -> None:
+    """l4-0 with four low-priority 12 GiB shares: two per GPU, 48 of 48 GiB held."""
+    l4_node(c, kwok)
+    fill(c, [share("a", 12), share("b", 12), share("c", 12), share("d", 12)])
+
+
 def test_share_larger_than_any_gpu_evicts_nothing(cluster: tuple[LocalCluster, Kwok]) -> None:
     # 30 GiB > 24 GiB per L4, though 48 GiB on the node: evicting frees no GPU big enough.
     c, kwok = cluster
-    l4_node(c, kwok)
-    fill(c, [share("a", 12), share("b", 12), share("c", 12), share("d", 12)])
+    full_l4(c, kwok)
     create_pods(c, [share("hi", 30, HIGH)])
     wait_tried(c, "hi", extender=True)
     assert alive(c) == {"a", "b", "c", "d", "hi"}
@@ -133,8 +138,7 @@ def test_share_larger_than_any_gpu_evicts_nothing(cluster: tuple[LocalCluster, K
 
 def test_equal_priority_evicts_nothing(cluster: tuple[LocalCluster, Kwok]) -> None:
     c, kwok = cluster
-    l4_node(c, kwok)
-    fill(c, [share("a", 12), share("b", 12), share("c", 12), share("d", 12)])
+    full_l4(c, kwok)
     create_pods(c, [share("same", 14, LOW)])
     wait_tried(c, "same", extender=False)
     assert alive(c) == {"a", "b", "c", "d", "same"}
