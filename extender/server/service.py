@@ -66,8 +66,10 @@ class ExtenderService:
     @classmethod
     def online(cls, platform: Platform, client: KubeApi, *,
                watch_timeout_seconds: int = 300,
-               publish_capacity: NodeStatusWriter | None = None) -> ExtenderService:
-        """``publish_capacity``: write the share capacity into node status (the leader)."""
+               publish_capacity: NodeStatusWriter | None = None,
+               leader: Callable[[], bool] | None = None) -> ExtenderService:
+        """``publish_capacity``: write the share capacity into node status while ``leader()``
+        says this replica leads (``sync/leader.py``)."""
         inventory = Inventory(platform.catalog)
         service = cls(platform, client, inventory=inventory, applier=InventoryApplier(
             platform, inventory, on_node_problems=NodeWarnings(client)))
@@ -78,7 +80,7 @@ class ExtenderService:
             on_restart=service.metrics.watch_restart, on_repairs=service.metrics.repairs,
             on_synced=service._synced)
         if publish_capacity is not None:
-            service.capacity = CapacityPublisher(inventory, publish_capacity)
+            service.capacity = CapacityPublisher(inventory, publish_capacity, leader=leader)
         return service
 
     @classmethod

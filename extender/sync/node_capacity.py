@@ -6,8 +6,9 @@ One thread, owned by the service (``start``/``stop``). Every ``interval_s`` it c
 inventory's figures with what it last wrote and merge-patches the nodes that differ (a node
 gains, changes or loses them as the inventory does: an unhealthy GPU leaves the sum). Every
 ``resync_s`` it forgets what it wrote and writes every node again, which repairs a value someone
-else changed. Failed patches are retried on the next round. Only the leader publishes: the
-service runs one replica, and ``serve --publish-node-capacity`` turns the thread on.
+else changed. Failed patches are retried on the next round. Only the leader publishes
+(``sync/leader.py``: the Lease ``gpu-extender-node-capacity`` in the extender's namespace);
+``serve --publish-node-capacity`` turns the thread on.
 """
 
 from __future__ import annotations
@@ -27,8 +28,11 @@ _log = logging.getLogger(__name__)
 
 class CapacityPublisher:
     def __init__(self, inventory: Inventory, writer: NodeStatusWriter, *,
+                 leader: Callable[[], bool] | None = None,
                  interval_s: float = 1.0, resync_s: float = 300.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
+        """``leader``: asked every round (``LeaderLease.leading``); ``None``: always lead."""
+        self._leader = leader
         self._inventory = inventory
         self._writer = writer
         self._interval = interval_s
@@ -45,6 +49,9 @@ class CapacityPublisher:
     def publish(self) -> int:
         """One round: patch every node whose figures changed; returns the patches sent."""
         if not self._inventory.has_synced():
+            return 0
+        if self._leader is not None and not self._leader():
+            self._published.clear()  # a new leader writes everything again when it takes over
             return 0
         if self._clock() - self._last_resync >= self._resync:
             self._published.clear()

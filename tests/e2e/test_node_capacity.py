@@ -12,6 +12,7 @@ import pytest
 
 from extender.kube.annotations import node_gpus_document
 from extender.model import ANNOTATION_NODE_GPUS, RESOURCE_GPU_MEMORY, RESOURCE_GPU_MILLI
+from extender.quantity import parse_quantity
 from localcluster import LocalCluster
 from tests.builders import gpu_entry
 from tests.e2e.gpu_helpers import gpu_cluster
@@ -20,28 +21,30 @@ pytestmark = pytest.mark.e2e
 MIB = 1 << 20
 
 
-def published(cluster: LocalCluster, node: str) -> tuple[str, str] | None:
-    """(gpu-memory, gpu-milli) in capacity, if both are there and allocatable agrees."""
+def published(cluster: LocalCluster, node: str) -> tuple[int, int] | None:
+    """(gpu-memory, gpu-milli) in capacity, if both are there and allocatable agrees (the API
+    server normalizes quantities: 2000 reads back as 2k)."""
     status = cluster.api().read_node(node).status
     capacity, allocatable = status.capacity or {}, status.allocatable or {}
-    pair = (capacity.get(RESOURCE_GPU_MEMORY), capacity.get(RESOURCE_GPU_MILLI))
-    if None in pair or pair != (allocatable.get(RESOURCE_GPU_MEMORY),
-                                allocatable.get(RESOURCE_GPU_MILLI)):
+    pairs = [tuple(part.get(name) for name in (RESOURCE_GPU_MEMORY, RESOURCE_GPU_MILLI))
+             for part in (capacity, allocatable)]
+    if None in pairs[0] or pairs[0] != pairs[1]:
         return None
-    return (str(pair[0]), str(pair[1]))
+    memory, milli = pairs[0]
+    return (int(parse_quantity(memory)), int(parse_quantity(milli)))
 
 
-def inventory_totals(cluster: LocalCluster, node: str) -> tuple[str, str]:
+def inventory_totals(cluster: LocalCluster, node: str) -> tuple[int, int]:
     """What /debug/inventory says the node offers shares: healthy, unpartitioned GPUs."""
     url = f"{cluster.extender_url}/debug/inventory?node={node}"
     with urllib.request.urlopen(url, timeout=10) as response:
         doc: dict[str, Any] = json.load(response)
     [entry] = doc["nodes"]
     gpus = [g for g in entry["gpus"] if g["healthy"] and g["mig"] is None]
-    return (str(sum(g["totalMiB"] for g in gpus) * MIB), str(1000 * len(gpus)))
+    return (sum(g["totalMiB"] for g in gpus) * MIB, 1000 * len(gpus))
 
 
-def wait_published(cluster: LocalCluster, node: str, expected: tuple[str, str]) -> None:
+def wait_published(cluster: LocalCluster, node: str, expected: tuple[int, int]) -> None:
     cluster.wait_for(lambda: published(cluster, node) == expected or None, timeout_s=60,
                      description=f"{node} to advertise {expected}")
 
@@ -54,13 +57,13 @@ def test_capacity_equals_the_inventory_and_follows_health(controlplane_binaries:
                             annotations={ANNOTATION_NODE_GPUS: node_gpus_document(gpus)})
         cluster.create_node("cpu-0")
         # two T4s: 2 x 16384 MiB = 32 GiB, 2000 milli
-        wait_published(cluster, "t4-0", (str(32 << 30), "2000"))
+        wait_published(cluster, "t4-0", (32 << 30, 2000))
         assert published(cluster, "t4-0") == inventory_totals(cluster, "t4-0")
         # the agent reports GPU 1 unhealthy: it leaves both sums
         sick = [gpus[0], gpu_entry(1, "t4", 16384, healthy=False)]
         cluster.api().patch_node("t4-0", {"metadata": {"annotations": {
             ANNOTATION_NODE_GPUS: node_gpus_document(sick)}}})
-        wait_published(cluster, "t4-0", (str(16 << 30), "1000"))
+        wait_published(cluster, "t4-0", (16 << 30, 1000))
         assert published(cluster, "t4-0") == inventory_totals(cluster, "t4-0")
         # a node without GPUs gets nothing
         capacity = cluster.api().read_node("cpu-0").status.capacity or {}

@@ -78,3 +78,18 @@ def test_resync_writes_again() -> None:
     assert publisher.publish() == 1
     now[0] = 61.0
     assert publisher.publish() == 1  # someone may have changed it: written again
+
+
+def test_only_the_leader_publishes() -> None:
+    inv = inventory(node("n1", "t4", 1))
+    inv.mark_synced()
+    writer = Writer()
+    leading = [False]
+    publisher = CapacityPublisher(inv, writer, leader=lambda: leading[0])
+    assert publisher.publish() == 0 and writer.patches == []
+    leading[0] = True
+    assert publisher.publish() == 1
+    leading[0] = False
+    assert publisher.publish() == 0
+    leading[0] = True
+    assert publisher.publish() == 1  # a new term writes every node again

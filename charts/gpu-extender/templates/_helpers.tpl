@@ -86,6 +86,7 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
     {{- end }}
     {{- if .Values.extender.publishNodeCapacity }}
     - --publish-node-capacity
+    - --leader-namespace={{ .Release.Namespace }}
     {{- end }}
     {{- if $service }}
     - --tls-cert-file=/etc/gpu-extender-tls/tls.crt
