@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: all venv controlplane helm manifests check-deploy check-extras lint test test-unit test-e2e demo bench clean
+.PHONY: all venv controlplane helm kwok manifests check-deploy check-extras lint test test-unit test-e2e demo bench clean
 
 all: test
 
@@ -26,6 +26,10 @@ controlplane:
 
 helm:
 	bash hack/build-helm.sh >/dev/null
+
+# kwok (fake nodes with a pod lifecycle) for the preemption e2e tests; cached by version.
+kwok:
+	bash hack/build-kwok.sh >/dev/null
 
 # manifests/ is the plain rendering of the chart's default values (tests/deploy fails on drift).
 manifests: $(STAMP) helm
@@ -50,7 +54,7 @@ lint: $(STAMP)
 test-unit: $(STAMP)
 	$(BIN)/pytest -m "not e2e and not deploy and not extras" $(PYTEST_ARGS)
 
-test-e2e: $(STAMP) controlplane
+test-e2e: $(STAMP) controlplane kwok
 	$(BIN)/pytest -m e2e $(PYTEST_ARGS)
 
 # Everything CI runs: lint, unit tests, end-to-end tests against the real control plane.

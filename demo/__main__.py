@@ -21,8 +21,10 @@ NAMESPACE = "default"
 
 
 def extender_command(port: int) -> list[str]:
+    # the scheduler config counts gpu-memory/gpu-milli at node level: the extender publishes them
     return [sys.executable, "-m", "extender", "serve", "--host", "127.0.0.1",
-            "--port", str(port)]
+            "--port", str(port), "--publish-node-capacity",
+            "--leader-namespace", "kube-system"]
 
 
 def load_examples() -> list[dict[str, Any]]:

@@ -16,34 +16,12 @@ set -euo pipefail
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 helm_module="$repo_root/hack/helm"
 
-# Read from go.mod text so that the "already built" path needs no `go` invocation.
-helm_version=$(awk '$1 == "helm.sh/helm/v3" && $2 ~ /^v/ {print $2; exit}' "$helm_module/go.mod")
-if [[ -z "$helm_version" ]]; then
-  echo "build-helm: cannot read the pinned helm.sh/helm/v3 version from hack/helm/go.mod" >&2
-  exit 1
-fi
-
-cache_root=${GPU_EXTENDER_CACHE:-$HOME/.cache/gpu-extender}
-key_dir="$cache_root/helm-${helm_version#v}"
-helm_bin="$key_dir/bin/helm"
-
-if [[ -x "$helm_bin" ]]; then
-  echo "build-helm: reusing cached helm $helm_version" >&2
-  echo "$helm_bin"
-  exit 0
-fi
-
-mkdir -p "$key_dir"
-# Serialise concurrent builds of the same key; the second waits and then reuses the first's binary.
-exec 9>"$key_dir/.lock"
-if command -v flock >/dev/null && ! flock -n 9; then
-  echo "build-helm: another build of helm $helm_version is running; waiting for $key_dir/.lock" >&2
-  flock 9
-  if [[ -x "$helm_bin" ]]; then
-    echo "$helm_bin"
-    exit 0
-  fi
-fi
+# The cache key (read from go.mod text: the "already built" path needs no `go` invocation),
+# reuse of a cached build, and the per-key lock: hack/lib/cached-tool.sh.
+source "$repo_root/hack/lib/cached-tool.sh"
+cached_tool_or_lock build-helm "$helm_module" helm.sh/helm/v3 helm
+helm_version=$tool_version
+helm_bin=$tool_bin
 
 export CGO_ENABLED=0 GOTOOLCHAIN=local
 start_s=$SECONDS

@@ -33,6 +33,18 @@ class ControlPlaneBinaries:
         return binaries
 
 
+def built_by(script: Path) -> Path:
+    """Run a hack/build-*.sh script (instant when its cache is warm; its progress goes to our
+    stderr) and return the path it prints last."""
+    result = subprocess.run(["bash", str(script)], stdout=subprocess.PIPE, text=True,
+                            check=False)
+    lines = result.stdout.strip().splitlines()
+    if result.returncode != 0 or not lines:
+        raise RuntimeError(f"{script} failed with status {result.returncode}; see its output "
+                           "above")
+    return Path(lines[-1])
+
+
 def find_binaries() -> ControlPlaneBinaries:
     """$GPU_EXTENDER_CONTROLPLANE_BIN if set; otherwise the cached build for the versions pinned
     in hack/, building it first when needed.

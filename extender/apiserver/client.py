@@ -83,6 +83,13 @@ class NodeEventWriter(Protocol):
                           event_type: str = "Warning") -> None: ...
 
 
+class NodeStatusWriter(Protocol):
+    """The ``nodes/status`` subresource (the share capacity the leader publishes)."""
+
+    def patch_node_status(self, node: str, status: Mapping[str, Any]) -> None:
+        """Merge-patch ``status`` into the node's status."""
+
+
 class KubeApi(ResourceLister, PodWriter, NodeEventWriter, EventWriter, Protocol):
     """Everything the online service needs from an API server."""
 
@@ -295,6 +302,13 @@ class ApiServerClient:
         self._call(f"record event for node {node}", self._core.create_namespaced_event,
                    "default", node_event_body(node, uid, reason=reason, message=message,
                                               event_type=event_type),
+                   _preload_content=False, _request_timeout=self._timeout, parse=False)
+
+    # -- NodeStatusWriter --------------------------------------------------------------------
+
+    def patch_node_status(self, node: str, status: Mapping[str, Any]) -> None:
+        self._call(f"patch status of node {node}", self._core.patch_node_status, node,
+                   {"status": dict(status)}, _content_type="application/merge-patch+json",
                    _preload_content=False, _request_timeout=self._timeout, parse=False)
 
     @staticmethod

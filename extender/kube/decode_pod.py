@@ -503,9 +503,11 @@ def managed_resources(catalog: Catalog, forms: ForeignFormsConfig) -> dict[str, 
     """Every resource name the decoder reads -> ``ignoredByScheduler`` for kube-scheduler's
     extender ``managedResources``: ``True`` where nodes do not advertise the name (the extender
     alone accounts for it), ``False`` where they do, so in-tree NodeResourcesFit and preemption
-    keep counting it. ``scheduler-config/`` must list exactly these (a test compares)."""
+    keep counting it. ``scheduler-config/`` must list exactly these (a test compares). The
+    extender itself advertises ``gpu-memory`` and ``gpu-milli`` on every GPU node
+    (``serve --publish-node-capacity``, ``sync/node_capacity.py``)."""
     out = {RESOURCE_GPU: False, RESOURCE_GPU_SHARED: False,
-           RESOURCE_GPU_MEMORY: True, RESOURCE_GPU_MILLI: True}
+           RESOURCE_GPU_MEMORY: False, RESOURCE_GPU_MILLI: False}
     out |= {RESOURCE_MIG_PREFIX + name: False for name in catalog.mig.names}
     if forms.hami:
         out |= {name: True for name in HAMI_RESOURCES}

@@ -22,6 +22,8 @@ from extender.kube.objects import pod_key
 from extender.server.answers import Answer, encode_document
 from extender.server.debug import register_debug_routes
 from extender.server.limits import DEFAULT_LIMITS, RequestLimits
+from extender.server.preempt_verb import NO_VICTIMS
+from extender.server.preempt_wire import decode_preemption_args
 from extender.server.responses import JSON, json_response
 from extender.server.service import ExtenderService
 from extender.server.verbs import NO_PRIORITIES
@@ -55,6 +57,11 @@ def create_app(service: ExtenderService, *, debug_endpoints: bool = True,
         service, "bind", decode_binding_args, verbs.bind,
         lambda args, message: encode_document(ExtenderBindingResult(Error=message)), limits=limits),
         methods=["POST"])
+
+    # a failed preempt answers no victims: kube-scheduler then evicts nothing for this pod
+    app.add_url_rule("/preempt", "preempt", _verb_view(
+        service, "preempt", decode_preemption_args, service.preempt,
+        lambda args, message: NO_VICTIMS, limits=limits), methods=["POST"])
 
     @app.get("/healthz")
     def healthz() -> Response:

@@ -24,7 +24,7 @@ from extender.model import Verdict
 PREFIX = "gpu_extender"
 LATENCY_BUCKETS = (0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.025, 0.05, 0.1,
                    0.25, 0.5, 1.0, 2.5, 5.0)
-VERBS = ("filter", "prioritize", "bind")
+VERBS = ("filter", "prioritize", "bind", "preempt")
 
 
 class ExtenderMetrics:
@@ -59,6 +59,13 @@ class ExtenderMetrics:
         self._repairs = Counter(f"{PREFIX}_reconcile_repairs",
                                 "Drift repaired by relists, by resource and kind of repair.",
                                 ["resource", "repair"], registry=r)
+        self._preemption_nodes = Counter(
+            f"{PREFIX}_preemption_nodes",
+            "Candidate nodes of preempt calls by outcome (victims, or why dropped: never, "
+            "insufficient, fits, unknown_node).", ["outcome"], registry=r)
+        self._preemption_victims = Counter(
+            f"{PREFIX}_preemption_victims", "Victims named by preempt answers (divided by "
+            "preemption_nodes{outcome=\"victims\"}: victims per preempted node).", registry=r)
         self.observe_latency = {verb: self._latency.labels(verb).observe for verb in VERBS}
         reason_outcome = {code: _outcome_of(code) for code in Reason}
         self._verdict_children = {
@@ -77,6 +84,11 @@ class ExtenderMetrics:
             child = self._verdict_children.get(code)
             if child is not None:
                 child.inc(int(counts[code]))
+
+    def preemption_node(self, outcome: str, victims: int) -> None:
+        self._preemption_nodes.labels(outcome).inc()
+        if victims:
+            self._preemption_victims.inc(victims)
 
     def bind_conflict(self) -> None:
         self._bind_conflicts.inc()

@@ -55,6 +55,15 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     parser.add_argument("--watch-timeout", type=positive_int, default=300, metavar="SECONDS",
                         help="server-side timeout of each watch request before it is renewed "
                              "(default: 300)")
+    parser.add_argument("--publish-node-capacity", action="store_true",
+                        help="keep status.capacity/allocatable gpu-extender.io/gpu-memory "
+                             "(bytes) and gpu-extender.io/gpu-milli of every GPU node equal to "
+                             "what the inventory offers for shares, while this replica holds "
+                             "the Lease gpu-extender-node-capacity (needs nodes/status patch, "
+                             "leases get/create/update)")
+    parser.add_argument("--leader-namespace", metavar="NAMESPACE",
+                        help="namespace of that Lease (default: $POD_NAMESPACE, else the "
+                             "service account's namespace, else default)")
     parser.add_argument("--no-debug-endpoints", action="store_true",
                         help="do not serve /debug/inventory and /debug/explain")
     tls = parser.add_argument_group(
@@ -125,6 +134,24 @@ def tls_files(args: argparse.Namespace) -> TlsFiles | None:
     return TlsFiles(cert, key, client_ca)
 
 
+SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+
+def leader_namespace(flag: str | None) -> str:
+    """--leader-namespace, else $POD_NAMESPACE, else the in-cluster service account's, else
+    ``default``."""
+    import os
+
+    if flag:
+        return flag
+    if os.environ.get("POD_NAMESPACE"):
+        return os.environ["POD_NAMESPACE"]
+    try:
+        return SERVICE_ACCOUNT_NAMESPACE.read_text().strip() or "default"
+    except OSError:
+        return "default"
+
+
 def prepare(args: argparse.Namespace) -> Callable[[], Any]:
     """Validate the invocation; return the worker's service factory (or ``CommandExit``)."""
     from extender.server.service import ExtenderService
@@ -144,6 +171,15 @@ def prepare(args: argparse.Namespace) -> Callable[[], Any]:
 
     def build_online() -> ExtenderService:
         api = ApiServerClient.from_configuration(configuration)
-        return ExtenderService.online(platform, api, watch_timeout_seconds=args.watch_timeout)
+        if not args.publish_node_capacity:
+            return ExtenderService.online(platform, api,
+                                          watch_timeout_seconds=args.watch_timeout)
+        from extender.apiserver.leases import ApiServerLeases
+        from extender.sync.leader import LeaderLease
+
+        lease = LeaderLease(ApiServerLeases.from_configuration(configuration),
+                            leader_namespace(args.leader_namespace))
+        return ExtenderService.online(platform, api, watch_timeout_seconds=args.watch_timeout,
+                                      publish_capacity=api, leader=lease.leading)
 
     return build_online

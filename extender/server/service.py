@@ -12,16 +12,19 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from extender.apiserver.client import KubeApi, PodWriter
+from extender.apiserver.client import KubeApi, NodeStatusWriter, PodWriter
 from extender.apiserver.events import EventQueue
 from extender.core.workload import WorkloadMix
 from extender.inventory.store import Inventory
 from extender.platform import Platform
+from extender.scheduling.preempt import Preempt
 from extender.scheduling.scheduler import Scheduler
 from extender.server.metrics import ExtenderMetrics
+from extender.server.preempt_verb import PreemptVerb
 from extender.server.verbs import SchedulingVerbs
 from extender.sync.apply import InventoryApplier
 from extender.sync.cluster import ClusterSync
+from extender.sync.node_capacity import CapacityPublisher
 from extender.sync.node_warnings import NodeWarnings
 from extender.sync.offline import ClusterObjects, OfflineCluster
 
@@ -51,8 +54,13 @@ class ExtenderService:
         self.event_queue = event_queue
         self.applier.on_placed = self.scheduler.observed_placed
         self.verbs = SchedulingVerbs(platform, self.scheduler, self.metrics)
+        self.preempt = PreemptVerb(Preempt(self.inventory, self.scheduler.cycles,
+                                           self.applier.pod_facts,
+                                           check_cpu_memory=config.check_cpu_memory),
+                                   self.metrics)
         self.offline: OfflineCluster | None = None
         self.sync: ClusterSync | None = None
+        self.capacity: CapacityPublisher | None = None
         self._offline_objects: ClusterObjects | None = None
         self._stoppers: list[Callable[[], None]] = []
         self._when_synced: list[Callable[[], None]] = []
@@ -62,7 +70,11 @@ class ExtenderService:
 
     @classmethod
     def online(cls, platform: Platform, client: KubeApi, *,
-               watch_timeout_seconds: int = 300) -> ExtenderService:
+               watch_timeout_seconds: int = 300,
+               publish_capacity: NodeStatusWriter | None = None,
+               leader: Callable[[], bool] | None = None) -> ExtenderService:
+        """``publish_capacity``: write the share capacity into node status while ``leader()``
+        says this replica leads (``sync/leader.py``)."""
         inventory = Inventory(platform.catalog)
         service = cls(platform, client, inventory=inventory, applier=InventoryApplier(
             platform, inventory, on_node_problems=NodeWarnings(client)),
@@ -73,6 +85,8 @@ class ExtenderService:
             watch_timeout_seconds=watch_timeout_seconds,
             on_restart=service.metrics.watch_restart, on_repairs=service.metrics.repairs,
             on_synced=service._synced)
+        if publish_capacity is not None:
+            service.capacity = CapacityPublisher(inventory, publish_capacity, leader=leader)
         return service
 
     @classmethod
@@ -98,6 +112,9 @@ class ExtenderService:
         if self.sync is not None:
             self.sync.start()
             self._stoppers.append(self.sync.stop)
+        if self.capacity is not None:
+            self.capacity.start()
+            self._stoppers.append(self.capacity.stop)
         if self.offline is not None and self._offline_objects is not None:
             objects, self._offline_objects = self._offline_objects, None
             self.offline.load(objects)

@@ -95,13 +95,19 @@ def _get(doc: Mapping[str, Any], key: str) -> Any:
     return None
 
 
-def decode_extender_args(body: bytes) -> ExtenderArgs:
-    """``ExtenderArgs`` for filter and prioritize."""
-    doc = _object(body, "ExtenderArgs")
+def required_pod(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``Pod`` of a verb's arguments (the shape of its parts is checked by its decoders)."""
     pod = _get(doc, "Pod")
     if not isinstance(pod, dict):
         raise WireError("Pod", "required; must be a Pod object" if pod is None
                         else f"must be a Pod object, got {type(pod).__name__}")
+    return pod
+
+
+def decode_extender_args(body: bytes) -> ExtenderArgs:
+    """``ExtenderArgs`` for filter and prioritize."""
+    doc = _object(body, "ExtenderArgs")
+    pod = required_pod(doc)
     names = _get(doc, "NodeNames")
     nodes = _get(doc, "Nodes")
     if names is not None:

@@ -42,6 +42,7 @@ from extender.kube import objects
 from extender.kube.shape import check_node
 from extender.model import Assignment, GpuRequest, NodeInfo, PodInfo
 from extender.platform import Platform
+from extender.sync.pod_facts import PodFacts
 from extender.sync.trust import Claims, claims_of, invalid_request, mismatch, same_amounts
 
 _log = logging.getLogger(__name__)
@@ -75,6 +76,8 @@ class InventoryApplier:
         """Assignment annotations not counted (changed, pre-set, or not the pod's request)."""
         self.bad_objects_total = 0
         """Objects of a list or event that could not be read or applied (skipped)."""
+        self.pod_facts = PodFacts()
+        """Priority, age and shields of every bound pod (for the preemption verb)."""
 
     # -- nodes -------------------------------------------------------------------------------
 
@@ -141,7 +144,9 @@ class InventoryApplier:
         with self._lock:
             if event_type == DELETED:
                 self._remove_pod(objects.uid(pod))
+                self.pod_facts.remove(objects.uid(pod))
                 return
+            self.pod_facts.observe(pod)
             info = self._platform.pods.decode(pod)
             if not info.key.uid:
                 return
@@ -165,6 +170,8 @@ class InventoryApplier:
             holdings: list[Holding] = []
             to_infer: list[PodInfo] = []
             live: set[str] = set()
+            pods = list(pods)
+            self.pod_facts.replace_all(pods)
             preset, self._preset = self._preset, {}
             for pod in pods:
                 try:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from localcluster import ControlPlaneBinaries, find_binaries
+from localcluster.kwok import find_kwok
 
 
 @pytest.fixture(scope="session")
@@ -18,3 +21,14 @@ def controlplane_binaries() -> ControlPlaneBinaries:
         return find_binaries()
     except (RuntimeError, FileNotFoundError) as error:
         pytest.fail(f"control-plane binaries unavailable: {error}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def kwok_binary() -> Path:
+    """kwok, built once per machine (hack/build-kwok.sh; minutes cold, instant after). Use it
+    with ``localcluster.kwok.Kwok.start(cluster, kwok_binary)`` for nodes with a pod
+    lifecycle (pods go Running, graceful deletions complete)."""
+    try:
+        return find_kwok()
+    except (RuntimeError, FileNotFoundError) as error:
+        pytest.fail(f"kwok unavailable: {error}", pytrace=False)

@@ -24,8 +24,11 @@ NAMESPACE = "default"
 
 def extender_spec(config: Path | None = None) -> ExtenderSpec:
     def command(port: int) -> list[str]:
+        # the shipped configs count gpu-memory/gpu-milli at node level: the extender
+        # advertises them (scheduler-config/README.md)
         args = [sys.executable, "-m", "extender", "serve", "--host", "127.0.0.1",
-                "--port", str(port)]
+                "--port", str(port), "--publish-node-capacity",
+                "--leader-namespace", "kube-system"]
         if config is not None:
             args += ["--config", str(config)]
         return args

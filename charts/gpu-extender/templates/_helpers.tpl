@@ -90,6 +90,10 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
     {{- if not .Values.extender.debugEndpoints }}
     - --no-debug-endpoints
     {{- end }}
+    {{- if .Values.extender.publishNodeCapacity }}
+    - --publish-node-capacity
+    - --leader-namespace={{ .Release.Namespace }}
+    {{- end }}
     {{- if $service }}
     - --tls-cert-file=/etc/gpu-extender-tls/tls.crt
     - --tls-private-key-file=/etc/gpu-extender-tls/tls.key
@@ -197,6 +201,7 @@ extenders:
     prioritizeVerb: prioritize
     weight: {{ .Values.extender.weight }}
     bindVerb: bind
+    preemptVerb: preempt
     httpTimeout: {{ .Values.extender.httpTimeout }}
     nodeCacheCapable: true
     ignorable: {{ .Values.extender.ignorable }}

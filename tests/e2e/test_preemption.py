@@ -1,0 +1,178 @@
+"""GPU-aware preemption with the real kube-scheduler (1.36.3) and kwok nodes: the extender
+publishes the share capacity (so the in-tree dry run finds victims at all) and answers the
+preempt verb with the fewest lower-priority pods on one GPU, or nothing.
+
+kwok plays the kubelet: pods go Running (a start time, the newest-first order), and the victims
+kube-scheduler deletes are removed (pod-delete), so the preemptor binds.
+
+Negative scenarios wait for a condition that proves preemption was tried (a FailedScheduling
+event of the preemptor, and for the extender's part its preempt metric), then check that no
+pod was deleted.
+"""
+
+from __future__ import annotations
+
+import urllib.request
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from localcluster import LocalCluster
+from localcluster.kwok import Kwok
+from tests.e2e.gpu_helpers import (
+    NAMESPACE,
+    assignment,
+    create_pods,
+    gpu_cluster,
+    gpu_pod,
+    pending_message,
+    wait_bound,
+)
+
+pytestmark = pytest.mark.e2e
+
+LOW, HIGH = "low", "high"
+L4 = {"nvidia.com/gpu.product": "NVIDIA-L4"}
+A100 = {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}
+TIMEOUT_S = 120.0
+
+
+@pytest.fixture
+def cluster(controlplane_binaries: object, kwok_binary: Any) -> Iterator[tuple[LocalCluster,
+                                                                               Kwok]]:
+    with gpu_cluster() as cluster:
+        kwok = Kwok.start(cluster, kwok_binary)
+        scheduling = client.SchedulingV1Api(cluster.api_client())
+        for name, value in ((LOW, 100), (HIGH, 1000)):
+            scheduling.create_priority_class(client.V1PriorityClass(
+                metadata=client.V1ObjectMeta(name=name), value=value))
+        yield cluster, kwok
+
+
+def pod(name: str, limits: Mapping[str, int | str], priority: str,
+        labels: Mapping[str, str] = {}) -> dict[str, Any]:
+    manifest = gpu_pod(name, limits, labels=labels)
+    manifest["spec"]["priorityClassName"] = priority
+    manifest["spec"]["terminationGracePeriodSeconds"] = 1
+    return manifest
+
+
+def share(name: str, gib: int, priority: str = LOW) -> dict[str, Any]:
+    return pod(name, {"gpu-extender.io/gpu-memory": f"{gib}Gi"}, priority)
+
+
+def fill(cluster: LocalCluster, pods: list[dict[str, Any]]) -> dict[str, int]:
+    """Create ``pods`` one by one, each Running before the next: name -> GPU index."""
+    gpus = {}
+    for manifest in pods:
+        name = manifest["metadata"]["name"]
+        create_pods(cluster, [manifest])
+        wait_bound(cluster, name, TIMEOUT_S)
+        cluster.wait_for(lambda n=name: Kwok.running(cluster, NAMESPACE, n) or None,
+                         timeout_s=TIMEOUT_S, description=f"{name} Running (kwok)")
+        gpus[name] = assignment(cluster.api(), name).grants[0].index
+    return gpus
+
+
+def alive(cluster: LocalCluster) -> set[str]:
+    """Pods neither deleted nor terminating."""
+    return {p.metadata.name for p in cluster.api().list_namespaced_pod(NAMESPACE).items
+            if p.metadata.deletion_timestamp is None}
+
+
+def preempt_answers(cluster: LocalCluster) -> float:
+    with urllib.request.urlopen(f"{cluster.extender_url}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith("gpu_extender_decisions_total{") and 'verb="preempt"' in line)
+
+
+def wait_tried(cluster: LocalCluster, name: str, *, extender: bool) -> str:
+    message: str = cluster.wait_for(lambda: pending_message(cluster, name) or None,
+                                    timeout_s=TIMEOUT_S,
+                                    description=f"a FailedScheduling event for {name}")
+    if extender:
+        cluster.wait_for(lambda: preempt_answers(cluster) > 0 or None, timeout_s=TIMEOUT_S,
+                         description="the extender's preempt answer")
+    return message
+
+
+def l4_node(cluster: LocalCluster, kwok: Kwok) -> None:
+    kwok.create_node(cluster, "l4-0", {"nvidia.com/gpu": 2}, labels=L4)
+    cluster.wait_for(lambda: Kwok.ready(cluster, "l4-0") or None, timeout_s=TIMEOUT_S,
+                     description="kwok to initialize l4-0")
+
+
+def test_share_evicts_the_fewest_pods_of_one_gpu(
+        cluster: tuple[LocalCluster, Kwok]) -> None:
+    # L4: 24 GiB. Best fit puts 16 + 8 on one GPU and 12 + 12 on the other (both full; node
+    # level 48 of 48 GiB). A 14 GiB share: the 16 GiB pod alone frees 16 >= 14 on its GPU;
+    # on the other GPU it takes both 12s. The fewest: the 16 GiB pod, nothing else moves.
+    c, kwok = cluster
+    l4_node(c, kwok)
+    gpus = fill(c, [share("s16", 16), share("s8", 8), share("s12a", 12), share("s12b", 12)])
+    assert gpus["s16"] == gpus["s8"] != gpus["s12a"] == gpus["s12b"]
+    create_pods(c, [share("hi", 14, HIGH)])
+    assert wait_bound(c, "hi", TIMEOUT_S) == "l4-0"
+    assert assignment(c.api(), "hi").grants[0].index == gpus["s16"]
+    assert alive(c) == {"s8", "s12a", "s12b", "hi"}
+
+
+def full_l4(c: LocalCluster, kwok: Kwok) -> None:
+    """l4-0 with four low-priority 12 GiB shares: two per GPU, 48 of 48 GiB held."""
+    l4_node(c, kwok)
+    fill(c, [share("a", 12), share("b", 12), share("c", 12), share("d", 12)])
+
+
+def test_share_larger_than_any_gpu_evicts_nothing(cluster: tuple[LocalCluster, Kwok]) -> None:
+    # 30 GiB > 24 GiB per L4, though 48 GiB on the node: evicting frees no GPU big enough.
+    c, kwok = cluster
+    full_l4(c, kwok)
+    create_pods(c, [share("hi", 30, HIGH)])
+    wait_tried(c, "hi", extender=True)
+    assert alive(c) == {"a", "b", "c", "d", "hi"}
+    assert not c.api().read_namespaced_pod("hi", NAMESPACE).spec.node_name
+
+
+def test_equal_priority_evicts_nothing(cluster: tuple[LocalCluster, Kwok]) -> None:
+    c, kwok = cluster
+    full_l4(c, kwok)
+    create_pods(c, [share("same", 14, LOW)])
+    wait_tried(c, "same", extender=False)
+    assert alive(c) == {"a", "b", "c", "d", "same"}
+
+
+def test_mig_preempts_only_a_same_profile_instance(cluster: tuple[LocalCluster, Kwok]) -> None:
+    # A100-80GB, mixed strategy: one 3g.40gb (slots 0-3) and three 1g.10gb (4, 5, 6), all
+    # held by low-priority pods. A high-priority 1g.10gb takes the newest 1g.10gb's start.
+    c, kwok = cluster
+    kwok.create_node(c, "a100-mig", {"nvidia.com/mig-3g.40gb": 1, "nvidia.com/mig-1g.10gb": 3},
+                     labels={**A100, "nvidia.com/mig.strategy": "mixed"})
+    c.wait_for(lambda: Kwok.ready(c, "a100-mig") or None, timeout_s=TIMEOUT_S,
+               description="kwok to initialize a100-mig")
+    typed = {"gpu-extender.io/accelerator": "a100-80gb"}
+    fill(c, [pod("big", {"nvidia.com/mig-3g.40gb": 1}, LOW, typed)] +
+         [pod(f"m{i}", {"nvidia.com/mig-1g.10gb": 1}, LOW, typed) for i in range(3)])
+    create_pods(c, [pod("hi", {"nvidia.com/mig-1g.10gb": 1}, HIGH, typed)])
+    assert wait_bound(c, "hi", TIMEOUT_S) == "a100-mig"
+    survivors = alive(c)
+    assert "big" in survivors and "hi" in survivors
+    assert len(survivors) == 4  # exactly one 1g.10gb instance went
+    assert assignment(c.api(), "hi").grants[0].mig_profile == "1g.10gb"
+
+
+def test_untyped_pod_evicts_nothing_on_a_full_a100(cluster: tuple[LocalCluster, Kwok]) -> None:
+    # Two A100s (protected) held whole by typed low-priority pods. An untyped high-priority
+    # pod may never use them: in-tree preemption would evict one; the extender drops the node.
+    c, kwok = cluster
+    kwok.create_node(c, "a100-0", {"nvidia.com/gpu": 2}, labels=A100)
+    c.wait_for(lambda: Kwok.ready(c, "a100-0") or None, timeout_s=TIMEOUT_S,
+               description="kwok to initialize a100-0")
+    typed = {"gpu-extender.io/accelerator": "a100-80gb"}
+    fill(c, [pod("w0", {"nvidia.com/gpu": 1}, LOW, typed),
+             pod("w1", {"nvidia.com/gpu": 1}, LOW, typed)])
+    create_pods(c, [pod("untyped", {"nvidia.com/gpu": 1}, HIGH)])
+    wait_tried(c, "untyped", extender=True)
+    assert alive(c) == {"w0", "w1", "untyped"}
