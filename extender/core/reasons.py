@@ -28,6 +28,7 @@ class Reason(IntEnum):
     TOO_FEW_MIG_INSTANCES = 9
     UNHEALTHY = 10
     MIG_PARTITIONED = 11
+    DRA_MANAGED = 12
     # unschedulable: full now
     GPUS_BUSY = 20
     VRAM_BUSY = 21
@@ -68,6 +69,10 @@ _TEMPLATES: dict[Reason, Callable[[Catalog, int, int, int], str]] = {
         f"node can hold at most {a} instance(s) of this MIG profile; the pod needs {b}",
     Reason.MIG_PARTITIONED: lambda cat, a, b, c:
         f"all {a} accepted GPU(s) are MIG-partitioned; only MIG instances may use them",
+    Reason.DRA_MANAGED: lambda cat, a, b, c:
+        "node's GPUs are DRA devices (ResourceSlices of gpu.nvidia.com): only whole GPUs, "
+        "asked as nvidia.com/gpu through a DeviceClass with extendedResourceName, are "
+        "placed there; VRAM shares, fractions, MIG and time-slices are not",
     Reason.UNHEALTHY: lambda cat, a, b, c:
         f"{a} of the node's accepted GPUs are unhealthy; {b} healthy, the pod needs {c}",
     Reason.GPUS_BUSY: lambda cat, a, b, c:

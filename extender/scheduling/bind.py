@@ -21,14 +21,15 @@ from dataclasses import dataclass
 from enum import Enum
 
 from extender.apiserver.binder import Binder
-from extender.apiserver.client import PodWriter
+from extender.apiserver.client import ClaimReader, PodWriter
 from extender.apiserver.errors import KubeError
 from extender.core.assign import NoFitError, assign
 from extender.errors import CapacityError, ExtenderError, UnknownNodeError
 from extender.inventory.snapshot import ClusterSnapshot
 from extender.inventory.store import HoldingState, Inventory
-from extender.model import Assignment, PodKey
+from extender.model import Assignment, PodKey, RequestKind
 from extender.scheduling.cycle import CycleTable, PodCycle
+from extender.scheduling.dra_bind import DraBind
 from extender.scheduling.mix import PlacedPods
 from extender.scheduling.outcome import Decision
 
@@ -77,7 +78,7 @@ raise."""
 class Bind:
     def __init__(self, inventory: Inventory, cycles: CycleTable, binder: Binder,
                  api: PodWriter, placed: PlacedPods, *,
-                 announce: Announce | None = None) -> None:
+                 announce: Announce | None = None, claims: ClaimReader | None = None) -> None:
         self._inventory = inventory
         self._cycles = cycles
         self._binder = binder
@@ -85,14 +86,23 @@ class Bind:
         self._placed = placed
         self._announce = announce
         self._lock = threading.Lock()
+        self._dra = DraBind(inventory, api, claims)
 
     def __call__(self, key: PodKey, node: str) -> BindOutcome:
         try:
             # Looked up before taking the lock: an API round trip (after a restart the pod
             # is not cached) must not hold up the other binds.
             cycle = self._cycle(key)
-            with self._lock:
-                decision = self._decide(key, node, cycle)
+            dra_node = self._dra.node(node)
+            if dra_node is not None and cycle.pod.request is not None and \
+                    cycle.pod.request.kind is RequestKind.WHOLE:
+                # DRA allocated the devices in PreBind: read them, hold nothing of ours
+                assignment = self._dra.devices(key, dra_node)
+                with self._lock:
+                    decision = self._decide_dra(key, node, cycle, assignment)
+            else:
+                with self._lock:
+                    decision = self._decide(key, node, cycle)
         except _RefusedError as exc:
             self._binder.warn(key, "GpuBindRefused", str(exc))
             return BindOutcome(exc.decision, str(exc))
@@ -161,6 +171,23 @@ class Bind:
                     raise _RefusedError(f"no longer fits on {node}: {exc}",
                                    Decision.CONFLICT) from exc
         raise AssertionError("unreachable")
+
+    def _decide_dra(self, key: PodKey, node: str, cycle: PodCycle,
+                    assignment: Assignment | None) -> _Decision:
+        """The pod's GPUs are its claim's (``sync/dra.py`` holds them): the pod holds its
+        CPU and memory only, and the Binding records the devices DRA allocated."""
+        holding = self._inventory.holding(key.uid)
+        if holding is not None and holding.state is not HoldingState.ASSUMED:
+            if holding.node == node:
+                return _Decision(assignment, _Backing.ALREADY_BOUND)
+            raise _RefusedError(f"pod {key} is already bound to node {holding.node}",
+                                Decision.REFUSED)
+        self._inventory.forget(key.uid)
+        cycle.held = None
+        pod = cycle.pod
+        self._inventory.assume(key, Assignment(node, RequestKind.WHOLE, ()),
+                               cpu_milli=pod.cpu_milli, memory_mib=pod.memory_mib, ttl=None)
+        return _Decision(assignment, _Backing.OUR_HOLD)
 
     def _cycle(self, key: PodKey) -> PodCycle:
         """The pod's cycle as filter started it, else one started from the API's pod."""

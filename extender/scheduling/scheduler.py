@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from extender.apiserver.binder import Binder
-from extender.apiserver.client import PodWriter
+from extender.apiserver.client import ClaimReader, PodWriter
 from extender.core.scoring.base import ScoreResult
 from extender.core.workload import WorkloadMix
 from extender.inventory.snapshot import ClusterSnapshot
@@ -71,7 +71,9 @@ class Scheduler:
                  api: PodWriter, events: HoldEvents, *, reservation_ttl: float,
                  check_cpu_memory: bool = False,
                  on_new_pod: Callable[[Mapping[str, Any]], None] | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 claims: ClaimReader | None = None) -> None:
+        """``claims``: reads a DRA pod's claim at bind (``None``: offline, no DRA)."""
         self.inventory = inventory
         self.cycles = CycleTable(platform, on_new_pod=on_new_pod,
                                  nodes=lambda: inventory.snapshot().nodes)
@@ -87,7 +89,7 @@ class Scheduler:
                                      self.scorer, events=events,
                                      reservation_ttl=reservation_ttl)
         self.bind = Bind(inventory, self.cycles, binder, api, self.placed,
-                         announce=self.announcer)
+                         announce=self.announcer, claims=claims)
 
     def observed_placed(self, info: PodInfo) -> None:
         """The sync path saw ``info`` bound (``InventoryApplier.on_placed``)."""

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from extender.apiserver.client import KubeApi, PodWriter
+from extender.apiserver.client import ClaimReader, KubeApi, PodWriter
 from extender.core.workload import WorkloadMix
 from extender.inventory.store import Inventory
 from extender.platform import Platform
@@ -21,6 +21,7 @@ from extender.server.metrics import ExtenderMetrics
 from extender.server.verbs import SchedulingVerbs
 from extender.sync.apply import InventoryApplier
 from extender.sync.cluster import ClusterSync
+from extender.sync.dra import DraState
 from extender.sync.node_warnings import NodeWarnings
 from extender.sync.offline import ClusterObjects, OfflineCluster
 
@@ -31,8 +32,10 @@ class ExtenderService:
     def __init__(self, platform: Platform, api: PodWriter, *,
                  inventory: Inventory | None = None, applier: InventoryApplier | None = None,
                  on_new_pod: Callable[[Mapping[str, Any]], None] | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        """``clock`` drives reservation TTLs (tests pass a fake one)."""
+                 clock: Callable[[], float] = time.monotonic,
+                 claims: ClaimReader | None = None) -> None:
+        """``clock`` drives reservation TTLs (tests pass a fake one); ``claims`` reads DRA
+        claims at bind (online only)."""
         config = platform.config.service
         self.platform = platform
         self.api = api
@@ -43,7 +46,7 @@ class ExtenderService:
         self.scheduler = Scheduler(platform, self.inventory, self.workload, api, self.metrics,
                                    reservation_ttl=config.reservation_ttl_seconds,
                                    check_cpu_memory=config.check_cpu_memory,
-                                   on_new_pod=on_new_pod, clock=clock)
+                                   on_new_pod=on_new_pod, clock=clock, claims=claims)
         self.applier.on_placed = self.scheduler.observed_placed
         self.verbs = SchedulingVerbs(platform, self.scheduler, self.metrics)
         self.offline: OfflineCluster | None = None
@@ -60,7 +63,8 @@ class ExtenderService:
                watch_timeout_seconds: int = 300) -> ExtenderService:
         inventory = Inventory(platform.catalog)
         service = cls(platform, client, inventory=inventory, applier=InventoryApplier(
-            platform, inventory, on_node_problems=NodeWarnings(client)))
+            platform, inventory, on_node_problems=NodeWarnings(client),
+            dra=DraState(platform.catalog)), claims=client)
         service.sync = ClusterSync(
             client, service.applier, service.inventory,
             reconcile_interval_seconds=platform.config.service.reconcile_interval_seconds,
@@ -122,7 +126,7 @@ class ExtenderService:
                     "inference_failures": float(self.applier.inference_failures_total),
                     "fit_cache_hits": float(self.verbs.fit_cache_hits)}
         if self.sync is not None:
-            for watcher in (self.sync.nodes, self.sync.pods):
+            for watcher in (self.sync.nodes, self.sync.pods, *self.sync.dra):
                 counters[f"{watcher.kind}_events_applied"] = float(watcher.events_applied)
                 counters[f"{watcher.kind}_events_failed"] = float(watcher.events_failed)
         return counters

@@ -34,6 +34,7 @@ from extender.inventory.store import ApplyReport, Holding, HoldingState, Invento
 from extender.kube import objects
 from extender.model import Assignment, GpuRequest, NodeInfo, PodInfo
 from extender.platform import Platform
+from extender.sync.dra import DraApplier, DraState
 
 _log = logging.getLogger(__name__)
 
@@ -47,7 +48,8 @@ NodeProblemHook = Callable[[NodeInfo, str], None]
 class InventoryApplier:
     def __init__(self, platform: Platform, inventory: Inventory, *,
                  on_node_problems: NodeProblemHook | None = None,
-                 on_placed: Callable[[PodInfo], None] | None = None) -> None:
+                 on_placed: Callable[[PodInfo], None] | None = None,
+                 dra: DraState | None = None) -> None:
         self._on_node_problems = on_node_problems
         self._platform = platform
         self._inventory = inventory
@@ -59,6 +61,9 @@ class InventoryApplier:
         self._awaiting: dict[str, dict[str, PodInfo]] = {}  # node -> uid -> pod to infer
         self.inferred_total = 0
         self.inference_failures_total = 0
+        self.dra = None if dra is None else DraApplier(
+            dra, inventory, self._lock, lambda: self._nodes, self.refresh_dra)
+        """The sink of the DRA watches (``sync/dra.py``); ``None``: DRA is not watched."""
 
     # -- nodes -------------------------------------------------------------------------------
 
@@ -69,7 +74,7 @@ class InventoryApplier:
                 self._nodes.pop(name, None)
                 self._inventory.remove_node(name)
                 return
-            info = self._platform.nodes.decode(node)
+            info = self._merge_dra(self._platform.nodes.decode(node))
             if not info.name or self._nodes.get(info.name) == info:
                 return  # status heartbeats change nothing we read
             self._upsert(info)
@@ -79,7 +84,8 @@ class InventoryApplier:
         """Make the inventory's nodes exactly ``nodes`` (a fresh list); pods are untouched."""
         with self._lock:
             nodes = list(nodes)
-            decoded = [(self._platform.nodes.decode(node), node) for node in nodes]
+            decoded = [(self._merge_dra(self._platform.nodes.decode(node)), node)
+                       for node in nodes]
             infos = [info for info, _ in decoded if info.name]
             observed = [h for h in self._inventory.holdings()
                         if h.state is HoldingState.OBSERVED]
@@ -91,6 +97,30 @@ class InventoryApplier:
                 if info.name:
                     self._report_problems(info, node)
             return repairs
+
+    def _merge_dra(self, info: NodeInfo) -> NodeInfo:
+        return info if self.dra is None else self.dra.state.merge(info)
+
+    def refresh_dra(self, name: str) -> None:
+        """The node's DRA devices changed (called by ``self.dra`` under the lock)."""
+        info = self._nodes.get(name)
+        if info is None:
+            return
+        merged = self._merge_dra(info)
+        if merged == info:
+            return
+        self._upsert(merged)
+        if merged.dra:  # pods seen before the slices: their GPUs are the claims' now
+            for holding in self._inventory.holdings():
+                if holding.node == name and holding.state is HoldingState.OBSERVED and \
+                        holding.assignment is not None and \
+                        not (self.dra and holding.key.uid in self.dra.state.claims):
+                    self._inventory.observe(replace(holding, assignment=None))
+
+    def _on_dra_node(self, info: PodInfo) -> bool:
+        """Claims hold the GPUs of a pod on a DRA-managed node, not the pod."""
+        node = self._nodes.get(info.node_name)
+        return node is not None and node.dra
 
     def _report_problems(self, info: NodeInfo, node: Mapping[str, Any]) -> None:
         if self._on_node_problems is not None:
@@ -139,6 +169,9 @@ class InventoryApplier:
                 live.add(info.key.uid)
                 self._placed(info)
                 assignment = _own_assignment(info)
+                if self._on_dra_node(info):
+                    holdings.append(_holding_of(info, None))
+                    continue
                 if assignment is None and info.request is not None:
                     known = self._inferred.get(info.key.uid)
                     if known is not None and known.node == info.node_name:
@@ -146,6 +179,8 @@ class InventoryApplier:
                     else:
                         to_infer.append(info)
                 holdings.append(_holding_of(info, assignment))
+            if self.dra is not None:
+                holdings += self.dra.holdings()
             self._inferred = {uid: a for uid, a in self._inferred.items() if uid in live}
             self._awaiting = {}
             repairs = self._inventory.replace_all(list(self._nodes.values()), holdings)
@@ -159,6 +194,8 @@ class InventoryApplier:
             self.on_placed(info)
 
     def _holding(self, info: PodInfo) -> Holding:
+        if self._on_dra_node(info):
+            return _holding_of(info, None)
         assignment = _own_assignment(info)
         if assignment is None and info.request is not None:
             assignment = self._infer(info)
