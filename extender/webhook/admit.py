@@ -17,6 +17,7 @@ from extender.model import (
 )
 from extender.platform import Platform
 from extender.webhook import patch
+from extender.webhook.dra_mix import dra_mix_refusal
 from extender.webhook.mapping import PlatformMapping
 from extender.webhook.review import AdmissionRequest
 
@@ -34,8 +35,10 @@ class Answer:
 
 
 class PodAdmission:
-    def __init__(self, platform: Platform) -> None:
+    def __init__(self, platform: Platform, *, dra_mapped: frozenset[str] = frozenset()) -> None:
+        """``dra_mapped``: extended resources a DeviceClass maps (``webhook/dra_mix.py``)."""
         self._platform = platform
+        self._dra_mapped = dra_mapped
         self._config = platform.config.admission
         self.mapping = PlatformMapping(platform)
 
@@ -54,6 +57,9 @@ class PodAdmission:
             request = self._decode(review.object)
         except RequestError as exc:
             return Answer(False, "refused", message=f"gpu-extender: {exc}")
+        mixed = dra_mix_refusal(review.object, self._dra_mapped)
+        if mixed is not None:
+            return Answer(False, "refused", message=mixed)
         warnings = self._warnings(review.object, request) if self._config.warnings else ()
         if request is None:
             return Answer(True, "no-gpu", warnings=warnings)

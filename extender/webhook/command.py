@@ -30,6 +30,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     parser.add_argument("--log-level", choices=("debug", "info", "warning", "error"),
                         default="info")
     parser.add_argument("--access-log", action="store_true", help="log every request")
+    parser.add_argument("--dra-extended-resource", action="append", default=[], metavar="NAME",
+                        help="an extended resource a DeviceClass maps to DRA devices, e.g. "
+                             "nvidia.com/gpu (repeatable): pods mixing it with "
+                             "gpu-extender.io/gpu-memory and the like are refused (docs/dra.md)")
     parser.set_defaults(run=run_webhook)
 
     certs = commands.add_parser(
@@ -75,7 +79,9 @@ def run_webhook(args: argparse.Namespace) -> int:
                                      cert_file=args.tls_cert_file,
                                      key_file=args.tls_private_key_file,
                                      threads=args.threads, log_level=args.log_level,
-                                     access_log=args.access_log), platform)
+                                     access_log=args.access_log,
+                                     dra_extended_resources=frozenset(
+                                         args.dra_extended_resource)), platform)
     return 0
 
 

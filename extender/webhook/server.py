@@ -28,6 +28,8 @@ class WebhookOptions:
     threads: int = 4
     log_level: str = "info"
     access_log: bool = False
+    dra_extended_resources: frozenset[str] = frozenset()
+    """Extended resources a DeviceClass maps (``webhook/dra_mix.py``)."""
 
 
 def gunicorn_settings(options: WebhookOptions) -> dict[str, Any]:
@@ -58,9 +60,11 @@ def gunicorn_settings(options: WebhookOptions) -> dict[str, Any]:
 
 
 class WebhookApplication(BaseApplication):  # type: ignore[misc]
-    def __init__(self, settings: dict[str, Any], platform: Platform) -> None:
+    def __init__(self, settings: dict[str, Any], platform: Platform,
+                 dra_mapped: frozenset[str] = frozenset()) -> None:
         self._settings = settings
         self._platform = platform
+        self._dra_mapped = dra_mapped
         super().__init__()
 
     def load_config(self) -> None:
@@ -69,9 +73,10 @@ class WebhookApplication(BaseApplication):  # type: ignore[misc]
                 self.cfg.set(key, value)
 
     def load(self) -> Any:
-        return create_app(self._platform)
+        return create_app(self._platform, dra_mapped=self._dra_mapped)
 
 
 def run(options: WebhookOptions, platform: Platform) -> None:
     """Serve until gunicorn is told to stop (SIGTERM/SIGINT)."""
-    WebhookApplication(gunicorn_settings(options), platform).run()
+    WebhookApplication(gunicorn_settings(options), platform,
+                       options.dra_extended_resources).run()
