@@ -129,4 +129,6 @@ class ExtenderService:
             for watcher in (self.sync.nodes, self.sync.pods, *self.sync.dra):
                 counters[f"{watcher.kind}_events_applied"] = float(watcher.events_applied)
                 counters[f"{watcher.kind}_events_failed"] = float(watcher.events_failed)
+        if self.applier.dra is not None:
+            counters["dra_decode_failures"] = float(self.applier.dra.state.decode_failures)
         return counters

@@ -163,3 +163,29 @@ def test_a_malformed_dra_object_is_counted_and_ignored(platform: Platform) -> No
     applier.dra.slice_event("ADDED", bad)
     assert applier.dra.state.decode_failures == 1
     assert not inventory.snapshot().nodes["t4"].dra
+
+
+def test_the_debug_inventory_inspect_and_metrics_show_dra_devices_and_claims(
+        platform: Platform) -> None:
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from extender.server.debug import inventory_report
+    from extender.server.metrics import InventoryCollector
+    from extender.views.inspect import render_inventory
+
+    inventory, applier = setup(platform, dra_node("a100"))
+    assert applier.dra is not None
+    applier.dra.replace_slices([a100_slice("a100")])
+    applier.dra.claim_event("ADDED", claim("c", [result("a100", "gpu-1")]))
+    node, = inventory_report(inventory)["nodes"]
+    assert [g["draDevice"] for g in node["gpus"]] == ["gpu-0", "gpu-1"]
+    assert {d["name"] for d in node["draDevices"]} == {"gpu-0", "gpu-1", "gpu-0-mig-0"}
+    holding, = node["holdings"]
+    assert holding["pod"] == "default/c (ResourceClaim)" and holding["gpus"][0]["index"] == 1
+    text = render_inventory(inventory_report(inventory))
+    assert "DRA" in text and "gpu-0-mig-0=GPU0(1g.10gb)" in text
+    registry = CollectorRegistry()
+    registry.register(InventoryCollector(inventory, dict))
+    exposition = generate_latest(registry).decode()
+    assert "gpu_extender_dra_nodes 1.0" in exposition
+    assert 'gpu_extender_dra_gpus_allocated{device_type="a100-80gb"} 1.0' in exposition
