@@ -15,6 +15,7 @@ from extender.platform import Platform
 from extender.sync.apply import InventoryApplier
 from extender.sync.dra import DraState
 from tests.builders import make_node, make_pod
+from tests.core.helpers import reference
 from tests.dra_objects import claim, device_class, gpu_device, mig_device, resource_slice, result
 from tests.sync.clusters import l4_node
 
@@ -153,6 +154,9 @@ def test_only_whole_gpus_are_placed_on_dra_nodes(platform: Platform) -> None:
     share = platform.placement_request(GpuRequest(RequestKind.VRAM, 1, vram_mib=4096))
     assert fit(snapshot, whole, rows).code[0] == Reason.FITS
     assert fit(snapshot, share, rows).code[0] == Reason.DRA_MANAGED
+    oracle = reference()  # the naive per-node reference says the same
+    assert oracle.fit_node(snapshot, share.request, int(rows[0])).code == Reason.DRA_MANAGED
+    assert oracle.fit_node(snapshot, whole.request, int(rows[0])).code == Reason.FITS
 
 
 def test_a_malformed_dra_object_is_counted_and_ignored(platform: Platform) -> None:
