@@ -18,6 +18,7 @@ from extender.model import (
 from extender.platform import Platform
 from extender.webhook import patch
 from extender.webhook.dra_mix import dra_mix_refusal
+from extender.webhook.first_available import CLAIM_KINDS, rewrite
 from extender.webhook.mapping import PlatformMapping
 from extender.webhook.review import AdmissionRequest
 
@@ -35,10 +36,13 @@ class Answer:
 
 
 class PodAdmission:
-    def __init__(self, platform: Platform, *, dra_mapped: frozenset[str] = frozenset()) -> None:
-        """``dra_mapped``: extended resources a DeviceClass maps (``webhook/dra_mix.py``)."""
+    def __init__(self, platform: Platform, *, dra_mapped: frozenset[str] = frozenset(),
+                 first_available: bool = False) -> None:
+        """``dra_mapped``: extended resources a DeviceClass maps (``webhook/dra_mix.py``);
+        ``first_available``: rewrite untyped GPU claims (``webhook/first_available.py``)."""
         self._platform = platform
         self._dra_mapped = dra_mapped
+        self._first_available = first_available
         self._config = platform.config.admission
         self.mapping = PlatformMapping(platform)
 
@@ -96,6 +100,11 @@ class PodAdmission:
     # -- mutate ------------------------------------------------------------------------------
 
     def mutate(self, review: AdmissionRequest) -> Answer:
+        if review.kind in CLAIM_KINDS and self._first_available:
+            rewritten = rewrite(review.object, review.kind, self._platform.catalog,
+                                self._platform.protection.protected)
+            return Answer(True, "patched" if rewritten else "unchanged",
+                          patch=tuple(rewritten))
         if review.kind != "Pod" or review.operation not in ("CREATE", ""):
             return Answer(True, "not-a-pod")
         pod = review.object

@@ -33,10 +33,11 @@ def _json(document: object, status: int = 200) -> Response:
     return Response(orjson.dumps(document), status=status, content_type=JSON)
 
 
-def create_app(platform: Platform, *, dra_mapped: frozenset[str] = frozenset()) -> Flask:
+def create_app(platform: Platform, *, dra_mapped: frozenset[str] = frozenset(),
+               first_available: bool = False) -> Flask:
     app = Flask("gpu-extender-webhook")
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
-    admission = PodAdmission(platform, dra_mapped=dra_mapped)
+    admission = PodAdmission(platform, dra_mapped=dra_mapped, first_available=first_available)
     metrics = WebhookMetrics()
     app.add_url_rule("/validate", "validate", _review_view("validate", admission.validate,
                                                            metrics), methods=["POST"])

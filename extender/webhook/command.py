@@ -34,6 +34,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                         help="an extended resource a DeviceClass maps to DRA devices, e.g. "
                              "nvidia.com/gpu (repeatable): pods mixing it with "
                              "gpu-extender.io/gpu-memory and the like are refused (docs/dra.md)")
+    parser.add_argument("--dra-first-available", action="store_true",
+                        help="rewrite untyped requests of the gpu.nvidia.com DeviceClass in "
+                             "ResourceClaims and ResourceClaimTemplates into firstAvailable "
+                             "alternatives, cheapest unprotected type first (docs/dra.md)")
     parser.set_defaults(run=run_webhook)
 
     certs = commands.add_parser(
@@ -81,7 +85,8 @@ def run_webhook(args: argparse.Namespace) -> int:
                                      threads=args.threads, log_level=args.log_level,
                                      access_log=args.access_log,
                                      dra_extended_resources=frozenset(
-                                         args.dra_extended_resource)), platform)
+                                         args.dra_extended_resource),
+                                     dra_first_available=args.dra_first_available), platform)
     return 0
 
 

@@ -30,6 +30,8 @@ class WebhookOptions:
     access_log: bool = False
     dra_extended_resources: frozenset[str] = frozenset()
     """Extended resources a DeviceClass maps (``webhook/dra_mix.py``)."""
+    dra_first_available: bool = False
+    """Rewrite untyped GPU claims into cost-ordered alternatives (``first_available.py``)."""
 
 
 def gunicorn_settings(options: WebhookOptions) -> dict[str, Any]:
@@ -61,10 +63,10 @@ def gunicorn_settings(options: WebhookOptions) -> dict[str, Any]:
 
 class WebhookApplication(BaseApplication):  # type: ignore[misc]
     def __init__(self, settings: dict[str, Any], platform: Platform,
-                 dra_mapped: frozenset[str] = frozenset()) -> None:
+                 options: WebhookOptions | None = None) -> None:
         self._settings = settings
         self._platform = platform
-        self._dra_mapped = dra_mapped
+        self._options = options
         super().__init__()
 
     def load_config(self) -> None:
@@ -73,10 +75,13 @@ class WebhookApplication(BaseApplication):  # type: ignore[misc]
                 self.cfg.set(key, value)
 
     def load(self) -> Any:
-        return create_app(self._platform, dra_mapped=self._dra_mapped)
+        options = self._options
+        if options is None:
+            return create_app(self._platform)
+        return create_app(self._platform, dra_mapped=options.dra_extended_resources,
+                          first_available=options.dra_first_available)
 
 
 def run(options: WebhookOptions, platform: Platform) -> None:
     """Serve until gunicorn is told to stop (SIGTERM/SIGINT)."""
-    WebhookApplication(gunicorn_settings(options), platform,
-                       options.dra_extended_resources).run()
+    WebhookApplication(gunicorn_settings(options), platform, options).run()
