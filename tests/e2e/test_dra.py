@@ -7,6 +7,7 @@ RBAC (manifests/rbac.yaml)."""
 
 from __future__ import annotations
 
+import base64
 import json
 import urllib.request
 from pathlib import Path
@@ -16,6 +17,8 @@ import pytest
 from kubernetes import client
 
 from localcluster import LocalCluster
+from localcluster.binaries import REPO_ROOT
+from localcluster.network import free_port
 from tests.dra_objects import device_class, gpus, resource_slice
 from tests.e2e.gpu_helpers import (
     NAMESPACE,
@@ -26,10 +29,12 @@ from tests.e2e.gpu_helpers import (
     wait_bound,
     wait_rejected,
 )
+from tests.e2e.webhook_helpers import Webhook, make_certs
 
 pytestmark = pytest.mark.e2e
 E2E_DATA = Path(__file__).parent / "data"
 A100 = "NVIDIA A100-SXM4-80GB"
+DEFAULT_CONFIG = REPO_ROOT / "extender" / "config" / "default.yaml"
 
 
 def resource_api(cluster: LocalCluster) -> client.ResourceV1Api:
@@ -119,3 +124,72 @@ def test_a_vram_share_is_never_placed_on_a_dra_gpu(controlplane_binaries: object
         wait_dra_nodes(cluster, "t4-dra", "a100-dra")
         create_pods(cluster, [gpu_pod("share", {"gpu-extender.io/gpu-memory": "4Gi"})])
         assert wait_bound(cluster, "share", timeout_s=120) == "l4-0"
+
+
+def register_claim_webhook(cluster: LocalCluster, webhook: Webhook) -> None:
+    """The mutating webhook for ResourceClaims and ResourceClaimTemplates (its own
+    configuration: the shipped one covers pods only)."""
+    ca = base64.b64encode((webhook.certs / "ca.crt").read_bytes()).decode()
+    client.AdmissionregistrationV1Api(cluster.api_client()).create_mutating_webhook_configuration({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": "gpu-extender-dra-claims"},
+        "webhooks": [{
+            "name": "claims.gpu-extender.io", "admissionReviewVersions": ["v1"],
+            "sideEffects": "None", "failurePolicy": "Fail", "timeoutSeconds": 10,
+            "clientConfig": {"url": f"{webhook.url}/mutate", "caBundle": ca},
+            "rules": [{"apiGroups": ["resource.k8s.io"], "apiVersions": ["v1"],
+                       "operations": ["CREATE"],
+                       "resources": ["resourceclaims", "resourceclaimtemplates"]}]}]})
+
+
+def untyped_template(name: str) -> dict[str, Any]:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": name},
+            "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                "deviceClassName": "gpu.nvidia.com", "count": 1}}]}}}}
+
+
+def test_the_webhook_rewrites_untyped_claims_so_dra_itself_takes_the_cheapest_gpu(
+        controlplane_binaries: object, tmp_path: Path) -> None:
+    certs = make_certs(tmp_path / "certs")
+    with gpu_cluster() as cluster:
+        webhook = Webhook(cluster, certs, free_port())
+        webhook.start(DEFAULT_CONFIG, ("--dra-first-available",))
+        register_claim_webhook(cluster, webhook)
+        api = resource_api(cluster)
+        api.create_device_class(device_class())
+
+        # The API server accepts the rewritten template: its CEL selectors compile.
+        def rewritten() -> list[Any]:
+            name = f"one-gpu-{len(created)}"
+            created.append(name)
+            api.create_namespaced_resource_claim_template(NAMESPACE, untyped_template(name))
+            read = api.read_namespaced_resource_claim_template(name, NAMESPACE)
+            request, = read.spec.spec.devices.requests
+            return list(request.first_available or [])
+        created: list[str] = []
+        alternatives = cluster.wait_for(rewritten, timeout_s=30,
+                                        description="the claim webhook to be active")
+        names = [a.name for a in alternatives]
+        assert names[:2] == ["t4", "l4"] and "a100-80gb" not in names
+
+        # A claim-only pod (it never reaches the extender): DRA takes the T4, the first
+        # alternative, although the A100 node is as free.
+        for node, product, memory in (("a100-dra", A100, "80Gi"), ("t4-dra", "Tesla T4",
+                                                                     "15Gi")):
+            cluster.create_node(node)
+            api.create_resource_slice(resource_slice(node, gpus(node, product, 2, memory)))
+        api.create_namespaced_resource_claim(NAMESPACE, {
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": "trainer-gpu"},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                "deviceClassName": "gpu.nvidia.com", "count": 1}}]}}})
+        pod = gpu_pod("trainer", {})
+        pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "trainer-gpu"}]
+        pod["spec"]["containers"][0]["resources"] = {"claims": [{"name": "gpu"}]}
+        create_pods(cluster, [pod])
+        assert wait_bound(cluster, "trainer", timeout_s=120) == "t4-dra"
+        claim = api.read_namespaced_resource_claim("trainer-gpu", NAMESPACE)
+        result, = claim.status.allocation.devices.results
+        assert (result.pool, result.request) == ("t4-dra", "gpu/t4")
+        webhook.stop()

@@ -34,12 +34,12 @@ class Webhook:
     def url(self) -> str:
         return f"https://127.0.0.1:{self.port}"
 
-    def start(self, config: Path) -> None:
+    def start(self, config: Path, extra_args: tuple[str, ...] = ()) -> None:
         self.stop()
         command = [sys.executable, "-m", "extender", "webhook", "--host", "127.0.0.1",
                    "--port", str(self.port), "--config", str(config),
                    "--tls-cert-file", str(self.certs / "tls.crt"),
-                   "--tls-private-key-file", str(self.certs / "tls.key")]
+                   "--tls-private-key-file", str(self.certs / "tls.key"), *extra_args]
         self.process = self.cluster.start_process("webhook", command, cwd=REPO_ROOT)
         wait_until_ready(self.process, f"{self.url}/healthz", 30,
                          tls_context(self.certs / "ca.crt"))
