@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from extender.catalog import Catalog
-from extender.inventory.store import Holding, Inventory
+from extender.inventory.store import Holding, HoldingState, Inventory
 from extender.kube import objects
 from extender.kube.decode_dra import (
     DRA_DRIVER,
@@ -241,10 +241,26 @@ class DraApplier:
         if hold.holding is None:
             self._inventory.remove_pod(claim.uid)
             return
+        self._drop_guesses(claim, hold.holding.node)
         report = self._inventory.observe(hold.holding)
         for conflict in report.conflicts:
             _log.warning("DRA claim over-commits a GPU", extra={"fields": {
                 "claim": f"{claim.namespace}/{claim.name}", "conflict": conflict}})
+
+    def _drop_guesses(self, claim: DraClaim, node: str) -> None:
+        """A claim reserved for a pod was allocated in PreBind, so that pod's bind is
+        imminent: the GPUs prioritize assumed for it there were a guess, and the claim now
+        holds the real ones. The guess goes (its CPU and memory stay held), so the two are
+        not counted together."""
+        for uid in claim.reserved_for:
+            current = self._inventory.holding(uid)
+            if current is None or current.state is not HoldingState.ASSUMED or \
+                    current.node != node or current.assignment is None or \
+                    not current.assignment.grants:
+                continue
+            self._inventory.assume(current.key, Assignment(node, RequestKind.WHOLE, ()),
+                                   cpu_milli=current.cpu_milli,
+                                   memory_mib=current.memory_mib, ttl=None)
 
     def _hold_claims_on(self, node: str) -> None:
         for claim in self.state.claims.values():

@@ -10,7 +10,7 @@ import numpy as np
 from extender.core.fit import fit
 from extender.core.reasons import Reason
 from extender.inventory.store import Inventory
-from extender.model import GpuRequest, RequestKind
+from extender.model import Assignment, GpuGrant, GpuRequest, PodKey, RequestKind
 from extender.platform import Platform
 from extender.sync.apply import InventoryApplier
 from extender.sync.dra import DraState
@@ -142,6 +142,23 @@ def test_pods_on_dra_nodes_hold_no_gpu_and_a_pod_relist_keeps_the_claims(
     assert busy(inventory, "t4") == [1, 0]
     holding = inventory.holding("uid-p")
     assert holding is not None and holding.assignment is None
+
+
+def test_a_claim_allocated_for_a_pod_replaces_the_gpu_prioritize_guessed(
+        platform: Platform) -> None:
+    inventory, applier = setup(platform, dra_node("t4"))
+    assert applier.dra is not None
+    applier.dra.replace_slices([t4_slice("t4")])
+    key = PodKey("default", "p", "uid-p")
+    # prioritize guessed GPU 1; DRA allocated gpu-0 in PreBind and reserved the claim for p
+    inventory.assume(key, Assignment("t4", RequestKind.WHOLE, (GpuGrant(1, 15360, whole=True),)),
+                     cpu_milli=500, ttl=30)
+    applier.dra.claim_event("ADDED", claim("p-er", [result("t4", "gpu-0")], pod_uid="uid-p",
+                                           extended=True))
+    assert busy(inventory, "t4") == [1, 0] and inventory.conflicts_total == 0
+    held = inventory.holding("uid-p")
+    assert held is not None and held.assignment is not None and held.assignment.grants == ()
+    assert held.cpu_milli == 500
 
 
 def test_only_whole_gpus_are_placed_on_dra_nodes(platform: Platform) -> None:
