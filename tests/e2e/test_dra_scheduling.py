@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import base64
 import json
+import subprocess
+import sys
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -79,6 +81,12 @@ def claim_devices(cluster: LocalCluster) -> dict[str, list[tuple[str, str]]]:
     return out
 
 
+def claim_names(cluster: LocalCluster, pod: str) -> list[str]:
+    claims = resource_api(cluster).list_namespaced_resource_claim(NAMESPACE).items
+    return [c.metadata.name for c in claims
+            if any(o.name == pod for o in c.metadata.owner_references or [])]
+
+
 def slice_uuid(node: str, device: str) -> str:
     return f"GPU-{node}-{device.removeprefix('gpu-')}"  # as tests.dra_objects.gpus names them
 
@@ -113,6 +121,15 @@ def test_dra_gpus_are_placed_cheapest_first_never_on_protected_types_and_recorde
         assert len(allocated) == len(set(allocated)) == 3
         books = {n["name"]: n for n in inventory(cluster)["nodes"]}
         assert [g["pods"] for g in books["t4-dra"]["gpus"]] == [1, 1]
+        # `inspect --kubeconfig` rebuilds the same books from the API, DRA objects included.
+        shown = subprocess.run(
+            [sys.executable, "-m", "extender", "inspect", "-o", "json", "--kubeconfig",
+             str(cluster.kubeconfig())], check=True, capture_output=True, text=True,
+            cwd=REPO_ROOT).stdout
+        rebuilt = {n["name"]: n for n in json.loads(shown)["nodes"]}
+        assert [g["pods"] for g in rebuilt["t4-dra"]["gpus"]] == [1, 1]
+        assert {h["pod"] for h in rebuilt["a100-dra"]["holdings"]} >= {
+            f"{NAMESPACE}/{name} (ResourceClaim)" for name in claim_names(cluster, "typed")}
         # The T4s and L4s are full and the A100 left is protected: the next untyped pod waits.
         create_pods(cluster, [gpu_pod("overflow", {"nvidia.com/gpu": 1})])
         assert "protected" in wait_rejected(cluster, "overflow", timeout_s=120)
