@@ -267,7 +267,7 @@ def node_devices(devices: Iterable[DraDevice], catalog: Catalog
     whole = sorted((d for d in devices if d.kind in GPU_KINDS), key=lambda d: _natural(d.name))
     problems: list[str] = []
     if len(whole) > MAX_GPUS_PER_NODE:
-        problems.append(f"the pool publishes {len(whole)} GPUs; at most {MAX_GPUS_PER_NODE} "
+        problems.append(f"DRA pool: {len(whole)} GPUs published; at most {MAX_GPUS_PER_NODE} "
                         "per node are modelled, the rest are ignored")
         whole = whole[:MAX_GPUS_PER_NODE]
     gpus: list[GpuDevice] = []

@@ -210,3 +210,16 @@ def test_the_debug_inventory_inspect_and_metrics_show_dra_devices_and_claims(
     exposition = generate_latest(registry).decode()
     assert "gpu_extender_dra_nodes 1.0" in exposition
     assert 'gpu_extender_dra_gpus_allocated{device_type="a100-80gb"} 1.0' in exposition
+
+
+def test_re_merging_a_node_says_each_dra_problem_once(platform: Platform) -> None:
+    inventory, applier = setup(platform, dra_node("n"))
+    assert applier.dra is not None
+    odd = resource_slice("n", [gpu_device("gpu-0", "Banana GPU", "U0", "8Gi")])
+    applier.dra.slice_event("ADDED", odd)
+    applier.dra.slice_event("MODIFIED", resource_slice("n", [
+        gpu_device("gpu-0", "Banana GPU", "U0", "8Gi"), gpu_device("gpu-1", "Tesla T4", "U1",
+                                                                  "15Gi")]))
+    applier.node_event("MODIFIED", dra_node("n"))
+    problems = inventory.snapshot().nodes["n"].problems
+    assert len(problems) == 1 and "Banana GPU" in problems[0]
