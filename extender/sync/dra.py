@@ -175,14 +175,14 @@ class DraApplier:
     def slice_event(self, event_type: str, obj: dict[str, Any]) -> None:
         with self._lock:
             _keep(self.state.slices, objects.name(obj),
-                  None if event_type == DELETED else self._decode(decode_slice, obj))
+                  None if event_type == DELETED else self._decode(self._slice, obj))
             self._pools_changed()
 
     def replace_slices(self, items: list[dict[str, Any]]) -> dict[str, int]:
         with self._lock:
             fresh = {}
             for obj in items:
-                decoded = self._decode(decode_slice, obj)
+                decoded = self._decode(self._slice, obj)
                 if decoded is not None:
                     fresh[objects.name(obj)] = decoded
             self.state.slices = fresh
@@ -200,7 +200,7 @@ class DraApplier:
     def claim_event(self, event_type: str, obj: dict[str, Any]) -> None:
         with self._lock:
             uid = objects.uid(obj)
-            decoded = None if event_type == DELETED else self._decode(decode_claim, obj)
+            decoded = None if event_type == DELETED else self._decode(self._claim, obj)
             if decoded is None or not decoded.allocated:
                 self.state.claims.pop(uid, None)
                 self._inventory.remove_pod(uid)
@@ -212,7 +212,7 @@ class DraApplier:
         with self._lock:
             fresh = {}
             for obj in items:
-                decoded = self._decode(decode_claim, obj)
+                decoded = self._decode(self._claim, obj)
                 if decoded is not None and decoded.allocated:
                     fresh[decoded.uid] = decoded
             removed = [uid for uid in self.state.claims if uid not in fresh]
@@ -279,6 +279,12 @@ class DraApplier:
             decoded = (self._decode(decode_device_class, obj) for obj in items)
             self.state.classes = {c.name: c for c in decoded if c is not None}
             return {}
+
+    def _slice(self, obj: dict[str, Any]) -> DraSlice | None:
+        return decode_slice(obj, self.state.driver)
+
+    def _claim(self, obj: dict[str, Any]) -> DraClaim:
+        return decode_claim(obj, self.state.driver)
 
     def _decode(self, decoder: Callable[[dict[str, Any]], T], obj: dict[str, Any]) -> T | None:
         try:
