@@ -122,6 +122,23 @@ class GpuDevice:
     they are ``nvidia.com/gpu`` units and only ``nvidia.com/gpu`` requests can."""
     mig: MigLayout | None = None
     healthy: bool = True
+    dra_device: str = ""
+    """The name of the DRA device that is this GPU (``gpu-0``), when a DRA driver publishes it
+    in a ResourceSlice instead of a device plugin; '' for device-plugin GPUs."""
+
+
+@dataclass(frozen=True)
+class DraDeviceRef:
+    """A device a DRA driver publishes on a node (a full GPU, a MIG device, a partition) and the
+    physical GPU it is part of: allocating it holds ``memory_mib`` of that GPU."""
+
+    name: str
+    gpu_index: int
+    kind: str
+    """The driver's ``type`` attribute: ``gpu``, ``mig``..."""
+    memory_mib: int
+    uuid: str | None = None
+    profile: str = ""
 
 
 @dataclass(frozen=True)
@@ -138,6 +155,14 @@ class NodeInfo:
     """What could not be understood (an unknown model, a malformed annotation)."""
     labels: Mapping[str, str] = field(default_factory=dict, hash=False)
     """The node's labels, for pods whose node selection types them (``kube/selection.py``)."""
+    dra_devices: tuple[DraDeviceRef, ...] = ()
+    """Non-empty on a DRA-managed node (``kube/decode_dra.py``): every device its DRA driver
+    publishes; ``gpus`` then holds the full GPUs among them. Claims hold its GPUs, never the
+    extender's own shares, MIG instances or time-slices."""
+
+    @property
+    def dra(self) -> bool:
+        return bool(self.dra_devices)
 
 
 @dataclass(frozen=True)

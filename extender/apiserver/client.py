@@ -28,7 +28,9 @@ from extender.apiserver.transport import RawTransport, events_path, pod_path
 from extender.kube import objects
 from extender.model import PodKey
 
-ResourceKind = Literal["nodes", "pods"]
+ResourceKind = Literal["nodes", "pods", "resourceslices", "resourceclaims", "deviceclasses"]
+DRA_KINDS: tuple[ResourceKind, ...] = ("resourceslices", "resourceclaims", "deviceclasses")
+"""``resource.k8s.io/v1`` kinds the DRA interop watches (``sync/dra.py``)."""
 
 TERMINAL_PODS_EXCLUDED = "status.phase!=Succeeded,status.phase!=Failed"
 """Pods that finished hold nothing; the API server filters them out of lists and turns a pod
@@ -78,6 +80,12 @@ class PodWriter(Protocol):
                      event_type: str = "Normal") -> None: ...
 
 
+class ClaimReader(Protocol):
+    """Reads one ResourceClaim (a pod's DRA allocation, at bind); raises ``KubeError``."""
+
+    def get_resource_claim(self, namespace: str, name: str) -> dict[str, Any]: ...
+
+
 class NodeEventWriter(Protocol):
     def record_node_event(self, node: str, uid: str, *, reason: str, message: str,
                           event_type: str = "Warning") -> None: ...
@@ -90,7 +98,8 @@ class NodeStatusWriter(Protocol):
         """Merge-patch ``status`` into the node's status."""
 
 
-class KubeApi(ResourceLister, PodWriter, NodeEventWriter, EventWriter, Protocol):
+class KubeApi(ResourceLister, PodWriter, NodeEventWriter, EventWriter, ClaimReader,
+              Protocol):
     """Everything the online service needs from an API server."""
 
 
@@ -195,6 +204,7 @@ class ApiServerClient:
         from kubernetes import client
 
         self._core = client.CoreV1Api(api_client)
+        self._resource = client.ResourceV1Api(api_client)
         self._timeout = request_timeout
         # the writes on the bind path (the Binding, events): raw bytes, a pool of their own
         self._raw = RawTransport(api_client, timeout=request_timeout)
@@ -243,6 +253,12 @@ class ApiServerClient:
     def _lister(self, kind: ResourceKind) -> Any:
         if kind == "nodes":
             return self._core.list_node
+        if kind == "resourceslices":
+            return self._resource.list_resource_slice
+        if kind == "resourceclaims":
+            return self._resource.list_resource_claim_for_all_namespaces
+        if kind == "deviceclasses":
+            return self._resource.list_device_class
 
         def list_pods(**kwargs: Any) -> Any:
             return self._core.list_pod_for_all_namespaces(
@@ -255,6 +271,11 @@ class ApiServerClient:
         return self._call(f"get pod {namespace}/{name}", self._core.read_namespaced_pod,
                           name, namespace, _preload_content=False,
                           _request_timeout=self._timeout)
+
+    def get_resource_claim(self, namespace: str, name: str) -> dict[str, Any]:
+        return self._call(f"get resourceclaim {namespace}/{name}",
+                          self._resource.read_namespaced_resource_claim, name, namespace,
+                          _preload_content=False, _request_timeout=self._timeout)
 
     def patch_pod_annotations(self, namespace: str, name: str, uid: str,
                               annotations: Mapping[str, str]) -> None:

@@ -193,6 +193,10 @@ def _fit(snapshot: ClusterSnapshot, req: PlacementRequest,
     not_mig = snapshot.mig_layout[sel] < 0
     need = 1 if kind in (RequestKind.VRAM, RequestKind.FRACTION) else req.count
     usable = allowed & healthy
+    dra = kind is not RequestKind.WHOLE and bool(snapshot.node_dra.shape[0])
+    if dra:
+        # claims hold DRA GPUs: the extender places nothing of its own there
+        usable = usable & ~snapshot.node_dra[sel][:, None]
 
     capacity_units: npt.NDArray[np.int8] | None = None
     if kind is RequestKind.MIG:
@@ -278,6 +282,8 @@ def _fit(snapshot: ClusterSnapshot, req: PlacementRequest,
         (~row_any(accepted), Reason.TYPE_MISMATCH),
         (~row_any(allowed), Reason.PROTECTED),
     ]
+    if dra:
+        checks.append((snapshot.node_dra[sel], Reason.DRA_MANAGED))
     if kind is not RequestKind.MIG:
         checks.append((~row_any(allowed & not_mig), Reason.MIG_PARTITIONED))
     if kind is RequestKind.MIG:

@@ -32,6 +32,7 @@ class Reason(IntEnum):
     """A retried cycle of a pod whose Binding went through: only its node can host it (never
     produced by ``fit``: the filter answers such a pod from its holding)."""
     NO_HANDOFF = 13
+    DRA_MANAGED = 14
     # unschedulable: full now
     GPUS_BUSY = 20
     VRAM_BUSY = 21
@@ -78,6 +79,10 @@ _TEMPLATES: dict[Reason, Callable[[Catalog, int, int, int], str]] = {
         "the node's pool cannot hand a VRAM share or fraction to a container (handoff: none; "
         "on GKE no NVIDIA runtime reads it): ask nvidia.com/gpu: 1 on a time-sharing pool "
         "instead",
+    Reason.DRA_MANAGED: lambda cat, a, b, c:
+        "node's GPUs are DRA devices (ResourceSlices of gpu.nvidia.com): only whole GPUs, "
+        "asked as nvidia.com/gpu through a DeviceClass with extendedResourceName, are "
+        "placed there; VRAM shares, fractions, MIG and time-slices are not",
     Reason.UNHEALTHY: lambda cat, a, b, c:
         f"{a} of the node's accepted GPUs are unhealthy; {b} healthy, the pod needs {c}",
     Reason.GPUS_BUSY: lambda cat, a, b, c:

@@ -144,6 +144,9 @@ class ClusterSnapshot:
     """(n_layouts, n_profiles) uint8: legal start mask per profile of each static layout."""
     cache: RowCache = field(default_factory=RowCache, repr=False)
     """Derived per-row arrays, shared by every snapshot of the same inventory."""
+    node_dra: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    """(n_nodes,) bool: the node's GPUs are DRA devices (claims hold them; only whole GPUs
+    through a DRA-mapped ``nvidia.com/gpu`` may be asked there)."""
 
     @property
     def n_nodes(self) -> int:

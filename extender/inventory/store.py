@@ -54,7 +54,7 @@ from extender.model import Assignment, GpuDevice, GpuGrant, NodeInfo, PodKey, Re
 from extender.units import MAX_GPU_INDEX, MAX_GPU_MEMORY_MIB, MAX_GPUS_PER_POD
 
 _NODE_ARRAYS = {"node_valid": bool, "node_version": np.int64, "cpu_free": np.int64,
-                "memory_free": np.int64}
+                "memory_free": np.int64, "node_dra": bool}
 _GPU_ARRAYS = {"gpu_type": np.int16, "gpu_index": np.int16, "total_mib": np.int32,
                "free_mib": np.int32, "replicas": np.int16, "replicas_free": np.int16,
                "replicas_shared": bool,
@@ -227,6 +227,7 @@ class Inventory:
         arrays["node_valid"][row] = True
         arrays["cpu_free"][row] = info.cpu_milli
         arrays["memory_free"][row] = info.memory_mib
+        arrays["node_dra"][row] = info.dra
         slots: dict[int, int] = {}
         for slot, gpu in enumerate(sorted(info.gpus, key=lambda g: g.index)):
             slots[gpu.index] = slot
@@ -286,6 +287,7 @@ class Inventory:
             arrays["node_valid"][row] = False
             arrays["cpu_free"][row] = 0
             arrays["memory_free"][row] = 0
+            arrays["node_dra"][row] = False
             del self._index[name]
             del self._nodes[name]
             self._slot_of.pop(name, None)

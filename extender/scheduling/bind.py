@@ -27,14 +27,15 @@ from dataclasses import dataclass
 from enum import Enum
 
 from extender.apiserver.binder import Binder
-from extender.apiserver.client import PodWriter
+from extender.apiserver.client import ClaimReader, PodWriter
 from extender.apiserver.errors import KubeError, Unavailable
 from extender.core.assign import NoFitError, assign
 from extender.errors import CapacityError, ExtenderError, UnknownNodeError
 from extender.inventory.snapshot import ClusterSnapshot
 from extender.inventory.store import HoldingState, Inventory
-from extender.model import Assignment, PodKey
+from extender.model import Assignment, PodKey, RequestKind
 from extender.scheduling.cycle import CycleTable, PodCycle
+from extender.scheduling.dra_bind import DraBind
 from extender.scheduling.handoff import Handoff, HandoffPools, handoff_annotations
 from extender.scheduling.mix import PlacedPods
 from extender.scheduling.outcome import Decision
@@ -85,9 +86,11 @@ class Bind:
     def __init__(self, inventory: Inventory, cycles: CycleTable, binder: Binder,
                  api: PodWriter, placed: PlacedPods, *,
                  announce: Announce | None = None, unanswered_ttl: float = 30.0,
-                 handoff: HandoffPools | None = None) -> None:
+                 handoff: HandoffPools | None = None,
+                 claims: ClaimReader | None = None) -> None:
         """``unanswered_ttl``: how long the GPUs of a bind that got no answer stay held
-        without the watch confirming them (the reservation TTL)."""
+        without the watch confirming them (the reservation TTL); ``claims`` reads a DRA pod's
+        claim (``None``: offline, no DRA)."""
         self._inventory = inventory
         self._cycles = cycles
         self._binder = binder
@@ -97,14 +100,23 @@ class Bind:
         self._unanswered_ttl = unanswered_ttl
         self._handoff = handoff
         self._lock = threading.Lock()
+        self._dra = DraBind(inventory, api, claims)
 
     def __call__(self, key: PodKey, node: str) -> BindOutcome:
         try:
             # Looked up before taking the lock: an API round trip (after a restart the pod
             # is not cached) must not hold up the other binds.
             cycle = self._cycle(key)
-            with self._lock:
-                decision = self._decide(key, node, cycle)
+            dra_node = self._dra.node(node)
+            if dra_node is not None and cycle.pod.request is not None and \
+                    cycle.pod.request.kind is RequestKind.WHOLE:
+                # DRA allocated the devices in PreBind: read them, hold nothing of ours
+                assignment = self._dra.devices(key, dra_node)
+                with self._lock:
+                    decision = self._decide_dra(key, node, cycle, assignment)
+            else:
+                with self._lock:
+                    decision = self._decide(key, node, cycle)
         except _RefusedError as exc:
             self._binder.warn(key, "GpuBindRefused", str(exc))
             return BindOutcome(exc.decision, str(exc))
@@ -197,6 +209,23 @@ class Bind:
                     raise _RefusedError(f"no longer fits on {node}: {exc}",
                                    Decision.CONFLICT) from exc
         raise AssertionError("unreachable")
+
+    def _decide_dra(self, key: PodKey, node: str, cycle: PodCycle,
+                    assignment: Assignment | None) -> _Decision:
+        """The pod's GPUs are its claim's (``sync/dra.py`` holds them): the pod holds its
+        CPU and memory only, and the Binding records the devices DRA allocated."""
+        holding = self._inventory.holding(key.uid)
+        if holding is not None and holding.state is not HoldingState.ASSUMED:
+            if holding.node == node:
+                return _Decision(assignment, _Backing.ALREADY_BOUND)
+            raise _RefusedError(f"pod {key} is already bound to node {holding.node}",
+                                Decision.REFUSED)
+        self._inventory.forget(key.uid)
+        cycle.held = None
+        pod = cycle.pod
+        self._inventory.assume(key, Assignment(node, RequestKind.WHOLE, ()),
+                               cpu_milli=pod.cpu_milli, memory_mib=pod.memory_mib, ttl=None)
+        return _Decision(assignment, _Backing.OUR_HOLD)
 
     def _cycle(self, key: PodKey) -> PodCycle:
         """The pod's cycle as filter started it, else one started from the API's pod."""

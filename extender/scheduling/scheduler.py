@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from extender.apiserver.binder import Binder
-from extender.apiserver.client import PodWriter
+from extender.apiserver.client import ClaimReader, PodWriter
 from extender.apiserver.events import EventQueue
 from extender.core.scoring.base import ScoreResult
 from extender.core.workload import WorkloadMix
@@ -73,9 +73,11 @@ class Scheduler:
                  check_cpu_memory: bool = False,
                  on_new_pod: Callable[[Mapping[str, Any]], None] | None = None,
                  clock: Callable[[], float] = time.monotonic,
-                 event_queue: EventQueue | None = None) -> None:
+                 event_queue: EventQueue | None = None,
+                 claims: ClaimReader | None = None) -> None:
         """``event_queue``: events (and the explanation in the Normal one) are written by
-        its thread, off the bind path; ``None``: before the bind answers."""
+        its thread, off the bind path; ``None``: before the bind answers. ``claims``: reads a
+        DRA pod's claim at bind (``None``: offline, no DRA)."""
         self.inventory = inventory
         self.cycles = CycleTable(platform, on_new_pod=on_new_pod,
                                  nodes=lambda: inventory.snapshot().nodes)
@@ -92,7 +94,7 @@ class Scheduler:
                                      reservation_ttl=reservation_ttl)
         self.bind = Bind(inventory, self.cycles, binder, api, self.placed,
                          announce=self.announcer, unanswered_ttl=reservation_ttl,
-                         handoff=self.evaluator.handoff)
+                         handoff=self.evaluator.handoff, claims=claims)
 
     def observed_placed(self, info: PodInfo) -> None:
         """The sync path saw ``info`` bound (``InventoryApplier.on_placed``)."""

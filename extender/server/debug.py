@@ -95,6 +95,7 @@ def inventory_report(inventory: Inventory, only_node: str | None = None) -> dict
         if not valid[row] or (only_node is not None and name != only_node):
             continue
         info = snapshot.nodes.get(name)
+        dra_names = {g.index: g.dra_device for g in info.gpus} if info and info.dra else {}
         gpus = []
         for slot in range(snapshot.n_gpus):
             type_index = int(snapshot.gpu_type[row, slot])
@@ -115,6 +116,8 @@ def inventory_report(inventory: Inventory, only_node: str | None = None) -> dict
                         (name, int(snapshot.gpu_index[row, slot])), {}))},
                 "pods": int(snapshot.pods[row, slot]),
                 "healthy": bool(snapshot.healthy[row, slot]),
+                **({"draDevice": dra_names.get(int(snapshot.gpu_index[row, slot]), "")}
+                   if dra_names else {}),
             })
         nodes.append({
             "name": name,
@@ -124,6 +127,10 @@ def inventory_report(inventory: Inventory, only_node: str | None = None) -> dict
             "problems": list(info.problems) if info else [],
             "gpus": gpus,
             "holdings": [_holding_report(h, now) for h in by_node.get(name, [])],
+            **({"draDevices": [{"name": d.name, "gpu": d.gpu_index, "type": d.kind,
+                                "memoryMiB": d.memory_mib, "uuid": d.uuid,
+                                "profile": d.profile} for d in info.dra_devices]}
+               if info and info.dra else {}),
         })
     known = set(snapshot.node_index)
     orphans = [_holding_report(h, now) for node, held in by_node.items()

@@ -165,6 +165,7 @@ class InventoryCollector(Collector):
         unknown.add_metric([], float((valid & (snapshot.gpu_type == catalog.unknown_index))
                                      .any(axis=1).sum()))
         yield unknown
+        yield from _dra_families(snapshot, valid)
         holdings = GaugeMetricFamily(f"{PREFIX}_holdings", "Pod holdings by state.",
                                      labels=["state"])
         counts = dict.fromkeys(HoldingState, 0)
@@ -185,6 +186,32 @@ class InventoryCollector(Collector):
             family = CounterMetricFamily(f"{PREFIX}_{name}", name.replace("_", " "))
             family.add_metric([], value)
             yield family
+
+
+def _dra_families(snapshot: ClusterSnapshot,
+                  valid: np.ndarray[tuple[int, int], np.dtype[np.bool_]]
+                  ) -> Iterator[GaugeMetricFamily]:
+    """DRA-managed nodes and their GPUs (docs/dra.md): claims hold those, not pods."""
+    dra_rows = snapshot.node_dra & snapshot.node_valid
+    nodes = GaugeMetricFamily(f"{PREFIX}_dra_nodes",
+                              "DRA-managed nodes: their GPUs come from ResourceSlices.")
+    nodes.add_metric([], float(dra_rows.sum()))
+    yield nodes
+    on_dra = valid & dra_rows[:, None]
+    types = snapshot.gpu_type[on_dra].astype(np.int64)
+    catalog = snapshot.catalog
+    total = np.bincount(types, minlength=len(catalog) + 1)
+    held = np.bincount(types, weights=snapshot.pods[on_dra] > 0, minlength=len(catalog) + 1)
+    gpus = GaugeMetricFamily(f"{PREFIX}_dra_gpus", "GPUs of DRA-managed nodes, by type.",
+                             labels=["device_type"])
+    allocated = GaugeMetricFamily(f"{PREFIX}_dra_gpus_allocated",
+                                  "GPUs of DRA-managed nodes an allocated claim holds (part "
+                                  "of), by type.", labels=["device_type"])
+    for t in np.flatnonzero(total).tolist():
+        gpus.add_metric([catalog.id_of(t)], float(total[t]))
+        allocated.add_metric([catalog.id_of(t)], float(held[t]))
+    yield gpus
+    yield allocated
 
 
 def _per_gpu_families(snapshot: ClusterSnapshot,

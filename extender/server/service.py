@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from extender.apiserver.client import KubeApi, NodeStatusWriter, PodWriter
+from extender.apiserver.client import ClaimReader, KubeApi, NodeStatusWriter, PodWriter
 from extender.apiserver.events import EventQueue
 from extender.core.workload import WorkloadMix
 from extender.inventory.store import Inventory
@@ -25,6 +25,7 @@ from extender.server.verbs import SchedulingVerbs
 from extender.sync.apply import InventoryApplier
 from extender.sync.cluster import ClusterSync
 from extender.sync.node_capacity import CapacityPublisher
+from extender.sync.dra import DraState
 from extender.sync.node_warnings import NodeWarnings
 from extender.sync.offline import ClusterObjects, OfflineCluster
 
@@ -36,9 +37,11 @@ class ExtenderService:
                  inventory: Inventory | None = None, applier: InventoryApplier | None = None,
                  on_new_pod: Callable[[Mapping[str, Any]], None] | None = None,
                  clock: Callable[[], float] = time.monotonic,
-                 event_queue: EventQueue | None = None) -> None:
+                 event_queue: EventQueue | None = None,
+                 claims: ClaimReader | None = None) -> None:
         """``clock`` drives reservation TTLs (tests pass a fake one); ``event_queue``: the
-        writer of events, started and stopped with the service (online)."""
+        writer of events, started and stopped with the service (online); ``claims`` reads DRA
+        claims at bind (online only)."""
         config = platform.config.service
         self.platform = platform
         self.api = api
@@ -50,7 +53,7 @@ class ExtenderService:
                                    reservation_ttl=config.reservation_ttl_seconds,
                                    check_cpu_memory=config.check_cpu_memory,
                                    on_new_pod=on_new_pod, clock=clock,
-                                   event_queue=event_queue)
+                                   event_queue=event_queue, claims=claims)
         self.event_queue = event_queue
         self.applier.on_placed = self.scheduler.observed_placed
         self.verbs = SchedulingVerbs(platform, self.scheduler, self.metrics)
@@ -77,8 +80,8 @@ class ExtenderService:
         says this replica leads (``sync/leader.py``)."""
         inventory = Inventory(platform.catalog)
         service = cls(platform, client, inventory=inventory, applier=InventoryApplier(
-            platform, inventory, on_node_problems=NodeWarnings(client)),
-            event_queue=EventQueue(client))
+            platform, inventory, on_node_problems=NodeWarnings(client),
+            dra=DraState(platform.catalog)), event_queue=EventQueue(client), claims=client)
         service.sync = ClusterSync(
             client, service.applier, service.inventory,
             reconcile_interval_seconds=platform.config.service.reconcile_interval_seconds,
@@ -156,7 +159,9 @@ class ExtenderService:
                          "events_dropped": float(queue.dropped),
                          "events_failed": float(queue.failed)}
         if self.sync is not None:
-            for watcher in (self.sync.nodes, self.sync.pods):
+            for watcher in (self.sync.nodes, self.sync.pods, *self.sync.dra):
                 counters[f"{watcher.kind}_events_applied"] = float(watcher.events_applied)
                 counters[f"{watcher.kind}_events_failed"] = float(watcher.events_failed)
+        if self.applier.dra is not None:
+            counters["dra_decode_failures"] = float(self.applier.dra.state.decode_failures)
         return counters

@@ -44,6 +44,7 @@ from extender.model import Assignment, GpuRequest, NodeInfo, PodInfo
 from extender.platform import Platform
 from extender.sync.pod_facts import PodFacts
 from extender.sync.trust import Claims, claims_of, invalid_request, mismatch, same_amounts
+from extender.sync.dra import DraApplier, DraState
 
 _log = logging.getLogger(__name__)
 
@@ -57,7 +58,8 @@ NodeProblemHook = Callable[[NodeInfo, str], None]
 class InventoryApplier:
     def __init__(self, platform: Platform, inventory: Inventory, *,
                  on_node_problems: NodeProblemHook | None = None,
-                 on_placed: Callable[[PodInfo], None] | None = None) -> None:
+                 on_placed: Callable[[PodInfo], None] | None = None,
+                 dra: DraState | None = None) -> None:
         self._on_node_problems = on_node_problems
         self._platform = platform
         self._inventory = inventory
@@ -78,6 +80,9 @@ class InventoryApplier:
         """Objects of a list or event that could not be read or applied (skipped)."""
         self.pod_facts = PodFacts()
         """Priority, age and shields of every bound pod (for the preemption verb)."""
+        self.dra = None if dra is None else DraApplier(
+            dra, inventory, self._lock, lambda: self._nodes, self.refresh_dra)
+        """The sink of the DRA watches (``sync/dra.py``); ``None``: DRA is not watched."""
 
     # -- nodes -------------------------------------------------------------------------------
 
@@ -115,7 +120,7 @@ class InventoryApplier:
         """The node decoded behind the shape check; ``None`` (logged, counted) if unreadable."""
         try:
             check_node(node)
-            return self._platform.nodes.decode(node)
+            return self._merge_dra(self._platform.nodes.decode(node))
         except Exception as exc:  # one bad object must not stop a list
             self._bad("node", objects.name(node), exc)
             return None
@@ -124,6 +129,30 @@ class InventoryApplier:
         self.bad_objects_total += 1
         _log.warning("object not applied", extra={"fields": {
             "kind": kind, "name": name, "error": f"{type(exc).__name__}: {exc}"}})
+
+    def _merge_dra(self, info: NodeInfo) -> NodeInfo:
+        return info if self.dra is None else self.dra.state.merge(info)
+
+    def refresh_dra(self, name: str) -> None:
+        """The node's DRA devices changed (called by ``self.dra`` under the lock)."""
+        info = self._nodes.get(name)
+        if info is None:
+            return
+        merged = self._merge_dra(info)
+        if merged == info:
+            return
+        self._upsert(merged)
+        if merged.dra:  # pods seen before the slices: their GPUs are the claims' now
+            for holding in self._inventory.holdings():
+                if holding.node == name and holding.state is HoldingState.OBSERVED and \
+                        holding.assignment is not None and \
+                        not (self.dra and holding.key.uid in self.dra.state.claims):
+                    self._inventory.observe(replace(holding, assignment=None))
+
+    def _on_dra_node(self, info: PodInfo) -> bool:
+        """Claims hold the GPUs of a pod on a DRA-managed node, not the pod."""
+        node = self._nodes.get(info.node_name)
+        return node is not None and node.dra
 
     def _report_problems(self, info: NodeInfo, node: Mapping[str, Any]) -> None:
         if self._on_node_problems is not None:
@@ -189,6 +218,9 @@ class InventoryApplier:
                     self._preset[info.key.uid] = preset[info.key.uid]
                 self._placed(info)
                 self._claims[info.key.uid] = claims_of(objects.annotations(pod))
+                if self._on_dra_node(info):
+                    holdings.append(_holding_of(info, None))
+                    continue
                 assignment = self._counted(info)
                 if assignment is None and info.request is not None:
                     known = self._inferred.get(info.key.uid)
@@ -197,6 +229,8 @@ class InventoryApplier:
                     else:
                         to_infer.append(info)
                 holdings.append(_holding_of(info, assignment))
+            if self.dra is not None:
+                holdings += self.dra.holdings()
             self._inferred = {uid: a for uid, a in self._inferred.items() if uid in live}
             self._written = {uid: a for uid, a in self._written.items() if uid in live}
             self._claims = {uid: c for uid, c in self._claims.items() if uid in live}
@@ -212,6 +246,8 @@ class InventoryApplier:
             self.on_placed(info)
 
     def _holding(self, info: PodInfo) -> Holding:
+        if self._on_dra_node(info):
+            return _holding_of(info, None)
         assignment = self._counted(info)
         if assignment is None and info.request is not None:
             assignment = self._infer(info)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from extender.apiserver.client import ResourceLister
+from extender.apiserver.client import DRA_KINDS, ResourceLister
 from extender.inventory.store import Inventory
 from extender.sync.apply import InventoryApplier
 from extender.sync.reconcile import Reconciler, RepairHook
@@ -37,14 +37,34 @@ class ClusterSync:
             on_relisted=self.reconciler.record, on_synced=self._maybe_synced,
             start_after=self.nodes.synced)
         self.reconciler.watch(self.nodes, self.pods)
+        self.dra: tuple[ResourceWatcher, ...] = ()
+        """The DRA watches (ResourceSlices, ResourceClaims, DeviceClasses), when the applier
+        has a DRA sink; they start after the node list and do not gate readiness (a cluster
+        without ``resource.k8s.io/v1`` only logs their retries)."""
+        if applier.dra is not None:
+            dra = applier.dra
+            sinks = (ResourceSink(dra.slice_event, dra.replace_slices),
+                     ResourceSink(dra.claim_event, dra.replace_claims),
+                     ResourceSink(dra.class_event, dra.replace_classes))
+            self.dra = tuple(
+                ResourceWatcher(kind, api, sink, timeout_seconds=watch_timeout_seconds,
+                                backoff=Backoff(backoff_initial, backoff_max),
+                                on_restart=on_restart, on_relisted=self.reconciler.record,
+                                start_after=self.nodes.synced)
+                for kind, sink in zip(DRA_KINDS, sinks, strict=True))
+            self.reconciler.watch(*self.dra)
 
     def start(self) -> None:
         self.nodes.start()
         self.pods.start()
+        for watcher in self.dra:
+            watcher.start()
         self.reconciler.start()
 
     def stop(self) -> None:
         self.reconciler.stop()
+        for watcher in self.dra:
+            watcher.stop()
         self.pods.stop()
         self.nodes.stop()
 

@@ -97,15 +97,40 @@ def _inventory_from(args: argparse.Namespace) -> dict[str, Any]:
     from extender.platform import load_platform
     from extender.server.debug import inventory_report
     from extender.sync.apply import InventoryApplier
+    from extender.sync.dra import DraState
 
     platform = load_platform(args.config)
     nodes, pods = _objects(args)
+    dra = _dra_objects(args)
     inventory = Inventory(platform.catalog)
-    applier = InventoryApplier(platform, inventory)
+    applier = InventoryApplier(platform, inventory, dra=DraState(platform.catalog))
+    assert applier.dra is not None
+    # slices before the nodes (merged as they are decoded), claims once the nodes are known
+    applier.dra.replace_slices(dra.get("resourceslices", []))
+    applier.dra.replace_classes(dra.get("deviceclasses", []))
     applier.replace_nodes(nodes)
+    applier.dra.replace_claims(dra.get("resourceclaims", []))
     applier.replace_pods(pods)
     inventory.mark_synced()
     return inventory_report(inventory, args.node)
+
+
+def _dra_objects(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]]:
+    """The DRA objects of a live cluster (docs/dra.md); none from a cluster file, or where
+    the API server has no ``resource.k8s.io/v1`` (or we may not read it)."""
+    if args.cluster_file:
+        return {}
+    from extender.apiserver.client import DRA_KINDS, ApiServerClient, load_configuration
+    from extender.apiserver.errors import KubeError
+
+    api = ApiServerClient.from_configuration(load_configuration(args.kubeconfig))
+    out: dict[str, list[dict[str, Any]]] = {}
+    for kind in DRA_KINDS:
+        try:
+            out[kind] = api.list_objects(kind).items
+        except KubeError:
+            out[kind] = []
+    return out
 
 
 def _objects(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

@@ -44,6 +44,9 @@ def _node_lines(node: dict[str, Any]) -> list[str]:
     if types:
         title += f" {'/'.join(types)}  VRAM {_gib(used)}/{_gib(total)} GiB used"
     title += f"  cpu free {int(node.get('cpuFreeMilli', 0))}m"
+    dra = node.get("draDevices") or []
+    if dra:
+        title += "  DRA"
     lines = [_cut(title, WIDTH)]
     for problem in node.get("problems") or []:
         lines += textwrap.wrap(str(problem), WIDTH, initial_indent="  problem: ",
@@ -77,7 +80,19 @@ def _node_lines(node: dict[str, Any]) -> list[str]:
             lead = f"       mig {mig['layout']}: "
             lines += textwrap.wrap(text, WIDTH, initial_indent=lead,
                                    subsequent_indent=" " * len(lead))
+    lines += _dra_lines(dra)
     return lines
+
+
+def _dra_lines(devices: list[dict[str, Any]]) -> list[str]:
+    """A DRA-managed node's devices: which GPU each is (part of), and its UUID."""
+    if not devices:
+        return []
+    text = "  ".join(f"{d['name']}=GPU{d['gpu']}" + (f"({d['profile']})" if d.get("profile")
+                                                      else "") for d in devices)
+    lead = "  DRA devices (gpu.nvidia.com; claims hold them): "
+    return textwrap.wrap(text, WIDTH, initial_indent=lead, subsequent_indent=" " * 6,
+                         break_on_hyphens=False)
 
 
 def _totals(nodes: list[dict[str, Any]]) -> list[str]:

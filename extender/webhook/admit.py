@@ -18,6 +18,8 @@ from extender.model import (
 )
 from extender.platform import Platform
 from extender.webhook import patch, trust
+from extender.webhook.dra_mix import dra_mix_refusal
+from extender.webhook.first_available import CLAIM_KINDS, rewrite
 from extender.webhook.mapping import PlatformMapping
 from extender.webhook.review import AdmissionRequest
 
@@ -37,8 +39,14 @@ class Answer:
 
 class PodAdmission:
     def __init__(self, platform: Platform,
-                 trusted_users: Collection[str] = trust.DEFAULT_TRUSTED_USERS) -> None:
+                 trusted_users: Collection[str] = trust.DEFAULT_TRUSTED_USERS, *,
+                 dra_mapped: frozenset[str] = frozenset(),
+                 first_available: bool = False) -> None:
+        """``dra_mapped``: extended resources a DeviceClass maps (``webhook/dra_mix.py``);
+        ``first_available``: rewrite untyped GPU claims (``webhook/first_available.py``)."""
         self._platform = platform
+        self._dra_mapped = dra_mapped
+        self._first_available = first_available
         self._config = platform.config.admission
         self.mapping = PlatformMapping(platform)
         self.trusted_users = frozenset(trusted_users)
@@ -78,6 +86,9 @@ class PodAdmission:
                     f"would choose its GPU; only the reference to "
                     f"metadata.annotations['{ANNOTATION_VISIBLE_DEVICES}'] that the webhook "
                     f"writes is accepted (remove the variable)"))
+        mixed = dra_mix_refusal(review.object, self._dra_mapped)
+        if mixed is not None:
+            return Answer(False, "refused", message=mixed)
         warnings = self._warnings(review.object, request) if self._config.warnings else ()
         if request is None:
             return Answer(True, "no-gpu", warnings=warnings)
@@ -121,6 +132,11 @@ class PodAdmission:
     # -- mutate ------------------------------------------------------------------------------
 
     def mutate(self, review: AdmissionRequest) -> Answer:
+        if review.kind in CLAIM_KINDS and self._first_available:
+            rewritten = rewrite(review.object, review.kind, self._platform.catalog,
+                                self._platform.protection.protected)
+            return Answer(True, "patched" if rewritten else "unchanged",
+                          patch=tuple(rewritten))
         if review.kind != "Pod" or review.operation not in ("CREATE", ""):
             return Answer(True, "not-a-pod")
         pod = review.object

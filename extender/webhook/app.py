@@ -35,11 +35,14 @@ def _json(document: object, status: int = 200) -> Response:
 
 
 def create_app(platform: Platform,
-               trusted_users: Collection[str] = DEFAULT_TRUSTED_USERS) -> Flask:
-    """``trusted_users``: who may write the GPU annotations (``trust.py``)."""
+               trusted_users: Collection[str] = DEFAULT_TRUSTED_USERS, *,
+               dra_mapped: frozenset[str] = frozenset(), first_available: bool = False) -> Flask:
+    """``trusted_users``: who may write the GPU annotations (``trust.py``); ``dra_mapped``,
+    ``first_available``: the DRA checks (docs/dra.md)."""
     app = Flask("gpu-extender-webhook")
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
-    admission = PodAdmission(platform, trusted_users)
+    admission = PodAdmission(platform, trusted_users, dra_mapped=dra_mapped,
+                             first_available=first_available)
     metrics = WebhookMetrics()
     app.add_url_rule("/validate", "validate", _review_view("validate", admission.validate,
                                                            metrics), methods=["POST"])

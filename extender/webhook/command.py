@@ -41,6 +41,14 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                              "annotations gpu-extender.io/assigned, assigned-observed, "
                              "visible-devices and nvidia.cdi.k8s.io/* (repeatable; default: "
                              "system:serviceaccount:kube-system:gpu-extender)")
+    parser.add_argument("--dra-extended-resource", action="append", default=[], metavar="NAME",
+                        help="an extended resource a DeviceClass maps to DRA devices, e.g. "
+                             "nvidia.com/gpu (repeatable): pods mixing it with "
+                             "gpu-extender.io/gpu-memory and the like are refused (docs/dra.md)")
+    parser.add_argument("--dra-first-available", action="store_true",
+                        help="rewrite untyped requests of the gpu.nvidia.com DeviceClass in "
+                             "ResourceClaims and ResourceClaimTemplates into firstAvailable "
+                             "alternatives, cheapest unprotected type first (docs/dra.md)")
     parser.set_defaults(run=run_webhook)
 
     certs = commands.add_parser(
@@ -84,7 +92,10 @@ def run_webhook(args: argparse.Namespace) -> int:
                                      log_format=args.log_format, access_log=args.access_log,
                                      head_timeout_s=args.head_timeout,
                                      trusted_users=tuple(args.trusted_user) or
-                                     DEFAULT_TRUSTED_USERS), platform)
+                                     DEFAULT_TRUSTED_USERS,
+                                     dra_extended_resources=frozenset(
+                                         args.dra_extended_resource),
+                                     dra_first_available=args.dra_first_available), platform)
     return EXIT_OK
 
 

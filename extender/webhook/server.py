@@ -34,6 +34,10 @@ class WebhookOptions:
     access_log: bool = False
     head_timeout_s: float = DEFAULT_HEAD_TIMEOUT_S
     trusted_users: tuple[str, ...] = DEFAULT_TRUSTED_USERS
+    dra_extended_resources: frozenset[str] = frozenset()
+    """Extended resources a DeviceClass maps (``webhook/dra_mix.py``)."""
+    dra_first_available: bool = False
+    """Rewrite untyped GPU claims into cost-ordered alternatives (``first_available.py``)."""
 
 
 def gunicorn_settings(options: WebhookOptions) -> dict[str, Any]:
@@ -48,5 +52,7 @@ def gunicorn_settings(options: WebhookOptions) -> dict[str, Any]:
 def run(options: WebhookOptions, platform: Platform) -> None:
     """Serve until gunicorn is told to stop (SIGTERM/SIGINT)."""
     GunicornApp(gunicorn_settings(options),
-                lambda: create_app(platform, options.trusted_users),
+                lambda: create_app(platform, options.trusted_users,
+                                   dra_mapped=options.dra_extended_resources,
+                                   first_available=options.dra_first_available),
                 head_timeout_s=options.head_timeout_s).run()

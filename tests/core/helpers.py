@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import zlib
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -22,6 +23,7 @@ from extender.core.workload import Shape
 from extender.inventory import Holding, Inventory
 from extender.model import (
     Assignment,
+    DraDeviceRef,
     GpuDevice,
     GpuRequest,
     MigLayout,
@@ -207,8 +209,16 @@ def random_node(rng: np.random.Generator, name: str) -> NodeInfo:
         if rng.random() < 0.2 else list(range(count))
     gpus = [random_gpu(rng, other if mixed and rng.random() < 0.5 else main, int(i))
             for i in indices]
-    return NodeInfo(name=name, gpus=tuple(gpus), cpu_milli=int(rng.integers(0, 128)) * 1000,
-                    memory_mib=int(rng.integers(0, 512)) * 1024, type_name="random")
+    cpu, memory = int(rng.integers(0, 128)) * 1000, int(rng.integers(0, 512)) * 1024
+    refs: tuple[DraDeviceRef, ...] = ()
+    # About one node in 12 is DRA-managed (plain GPUs published as DRA devices); decided by
+    # the name, not the generator, so the other draws stay what they were
+    if gpus and zlib.crc32(name.encode()) % 12 == 0:
+        gpus = [GpuDevice(g.index, g.type_index, g.memory_mib, healthy=g.healthy,
+                          dra_device=f"gpu-{g.index}") for g in gpus]
+        refs = tuple(DraDeviceRef(g.dra_device, g.index, "gpu", g.memory_mib) for g in gpus)
+    return NodeInfo(name=name, gpus=tuple(gpus), cpu_milli=cpu, memory_mib=memory,
+                    type_name="random", dra_devices=refs)
 
 
 def random_request(rng: np.random.Generator) -> tuple[GpuRequest, str, int]:

@@ -272,7 +272,9 @@ class NaiveReference:
         need = 1 if kind in (RequestKind.VRAM, RequestKind.FRACTION) else req.count
         # Units are per GPU whatever the node's verdict: what each usable GPU hosts now.
         units = [0] * snapshot.n_gpus
-        for gpu in node.gpus:
+        dra = kind is not RequestKind.WHOLE and bool(snapshot.node_dra.shape[0]) and \
+            bool(snapshot.node_dra[row])
+        for gpu in node.gpus if not dra else ():
             if self.allows(req, namespace, gpu.type_index) and gpu.healthy and \
                     self._capable(req, gpu) > 0:
                 units[gpu.slot] = self._now(req, gpu)
@@ -292,6 +294,8 @@ class NaiveReference:
         if not allowed:
             types = [g.type_index for g in accepted]
             return fail(Reason.PROTECTED, min(types), max(types))
+        if dra:  # claims hold a DRA-managed node's GPUs: only whole GPUs go there
+            return fail(Reason.DRA_MANAGED)
         if kind is not RequestKind.MIG and all(g.partitioned for g in allowed):
             return fail(Reason.MIG_PARTITIONED, len(allowed))
 
