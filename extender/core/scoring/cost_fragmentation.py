@@ -58,9 +58,11 @@ full tables are in benchmarks/README.md; FGD 4.87 % on the default trace):
   the node's type) is small, ``p_m`` per shape.
 - Consolidation on a fixed order: FGD works through ties going to the first node of a seeded
   order (10.4 % with random ties). Kube-scheduler breaks ties at random, so the order is part
-  of the key here: used nodes first, then a salted hash of the node's name. Packing by fullness (best
-  fit: 7.3 %, relative fullness: 5.8 %) and type-structured orders (by CPU per GPU, cheapest
-  or dearest idle node first: 6.1-9.4 %) were all worse than a pseudo-random order.
+  of the key here: used nodes first, then a salted hash of the node's name (until December
+  2026 of its row, which made the order depend on when the inventory learned the node).
+  Packing by fullness (best fit: 7.3 %, relative fullness: 5.8 %) and type-structured orders
+  (by CPU per GPU, cheapest or dearest idle node first: 6.1-9.4 %) were all worse than a
+  pseudo-random order.
 - Cost ahead of the node order costs allocation on openb: cheapest type first 7.8 %; cost as
   the tie-break after dF and consolidation 6.1 %; ``costWeight: 1`` 4.48 % (and failures
   from 90 % arrived instead of 95 %), hence the default 0.

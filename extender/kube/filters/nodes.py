@@ -28,7 +28,7 @@ class KubeVerdict:
 
 
 class _Use:
-    __slots__ = ("requested", "pods", "ports")
+    __slots__ = ("pods", "ports", "requested")
 
     def __init__(self) -> None:
         self.requested: dict[str, int] = {}

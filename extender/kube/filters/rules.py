@@ -30,6 +30,8 @@ from extender.kube.filters.facts import (
 )
 from extender.kube.selection import matches
 
+UNCHECKED_IF_ABSENT = frozenset({CPU, MEMORY, EPHEMERAL, PODS})
+
 
 class Rule(Enum):
     """Why kube-scheduler leaves a node out; the value is the JSON name."""
@@ -129,15 +131,19 @@ def resources_fit(pod: PodDemand, node: NodeFacts, use: NodeUse,
     """``noderesources/fit.go`` ``fitsRequest``: one more pod within ``pods``; each requested
     resource within allocatable minus what the node's pods request. Extended resources the
     scheduler is told to ignore (``ignoredByScheduler`` of an extender's managed resources,
-    and ``ignoredResources``) are skipped; an extended resource the node lacks has 0."""
+    and ``ignoredResources``) are skipped; an extended resource the node lacks has 0. A
+    node whose ``status.allocatable`` has no cpu, memory, ephemeral-storage or pods at all (a
+    hand-written dump: the API server always reports them) is not checked for it."""
     short: list[str] = []
     details: list[str] = []
-    allowed_pods = node.allocatable.get(PODS, 0)
-    if use.pods + 1 > allowed_pods:
+    allocatable = node.allocatable
+    allowed_pods = allocatable.get(PODS)
+    if allowed_pods is not None and use.pods + 1 > allowed_pods:
         short.append(PODS)
         details.append(f"pods: {use.pods} of {allowed_pods}")
     for name, want in pod.requests.items():
-        if name == PODS or want <= 0 or name in ignored:
+        if name == PODS or want <= 0 or name in ignored or (
+                name in UNCHECKED_IF_ABSENT and name not in allocatable):
             continue
         free = node.allocatable.get(name, 0) - use.requested.get(name, 0)
         if want > free:

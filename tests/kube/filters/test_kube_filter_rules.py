@@ -195,7 +195,8 @@ def test_node_ports(wanted: list[JSON], used: list[JSON], excluded: bool) -> Non
 # noderesources/fit_test.go TestEnoughRequests: allocatable cpu 8 (8000m), memory 32Gi,
 # pods 110, nvidia.com/gpu 4; "used" is what the node's pods request already
 GI = 2**30
-ALLOC = {"cpu": "8", "memory": "32Gi", "pods": "3", "nvidia.com/gpu": "4"}
+ALLOC = {"cpu": "8", "memory": "32Gi", "pods": "3", "nvidia.com/gpu": "4",
+         "ephemeral-storage": "10Gi"}
 @pytest.mark.parametrize(("requests", "used", "pods", "subject"), [
     ({}, {}, 0, None),
     ({"cpu": "8"}, {}, 0, None),                                        # 8000 <= 8000 - 0
@@ -209,7 +210,7 @@ ALLOC = {"cpu": "8", "memory": "32Gi", "pods": "3", "nvidia.com/gpu": "4"}
     ({"nvidia.com/gpu": "4"}, {"nvidia.com/gpu": 1}, 1, "nvidia.com/gpu"),
     ({"example.com/fpga": "1"}, {}, 0, "example.com/fpga"),             # node lacks it: 0
     ({"gpu-extender.io/gpu-memory": "10Gi"}, {}, 0, None),              # ignoredByScheduler
-    ({"ephemeral-storage": "1Gi"}, {}, 0, "ephemeral-storage"),         # none allocatable
+    ({"ephemeral-storage": "11Gi"}, {}, 0, "ephemeral-storage"),
 ])
 def test_resources_fit(requests: JSON, used: dict[str, int], pods: int,
                        subject: str | None) -> None:
@@ -242,3 +243,16 @@ def test_first_exclusion_follows_the_profile_order() -> None:
             facts = node_facts(node(labels={"pool": "a100"}, allocatable={"cpu": "1",
                                                                             "pods": "110"}))
     assert rules == [Rule.UNSCHEDULABLE, Rule.TAINT, Rule.NODE_AFFINITY, Rule.RESOURCES]
+
+
+def test_core_resources_absent_from_a_hand_written_dump_are_not_checked() -> None:
+    """The API server always reports cpu, memory, ephemeral-storage and pods; a dump written
+    by hand often leaves them out: not checked, where an absent extended resource is 0."""
+    facts = node_facts({"metadata": {"name": "n"}, "status": {"allocatable": {}}})
+    demand = pod_demand(pod(containers=[{"name": "c", "resources": {"requests": {
+        "cpu": "64", "memory": "1Ti", "ephemeral-storage": "1Ti"}}}]))
+    assert resources_fit(demand, facts, NodeUse({}, 500, ()), frozenset()) is None
+    gpu = pod_demand(pod(containers=[{"name": "c", "resources": {"limits": {
+        "nvidia.com/gpu": "1"}}}]))
+    out = resources_fit(gpu, facts, NO_USE, frozenset())
+    assert out is not None and out.subject == "nvidia.com/gpu"
