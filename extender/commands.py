@@ -5,7 +5,9 @@ from __future__ import annotations
 
 COMMAND_MODULES: tuple[str, ...] = (
     "extender.server.serve",
+    "extender.simulator.command",
     "extender.whatif.command",
+    "extender.whatif.explain_command",
     "extender.shadow.command",
     "extender.views.command",
     "extender.agent.command",

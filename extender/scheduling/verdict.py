@@ -19,6 +19,7 @@ from extender.kube.filters.nodes import KubeNodes, KubeVerdict
 from extender.kube.filters.reasons import ReasonGroup, group_exclusions, sort_groups
 from extender.model import RESOURCE_GPU_MEMORY, RESOURCE_GPU_MILLI
 from extender.platform import Platform
+from extender.scheduling.explain import PlacementBreakdown, breakdown
 from extender.scheduling.scheduler import Judgement, Scheduler
 
 EXTENDER_RULE = "extender"
@@ -81,6 +82,18 @@ def extender_reasons(scheduler: Scheduler, judgement: Judgement) -> list[ReasonG
         text = format_reason_for(catalog, request, code, *params)
         by_text.setdefault(text, []).append(name)
     return [ReasonGroup(text, tuple(names), EXTENDER_RULE) for text, names in by_text.items()]
+
+
+def choice_breakdown(scheduler: Scheduler, judgement: Judgement) -> PlacementBreakdown | None:
+    """The judged choice against the runner-up, term by term (two rows, as the bind's
+    announcement computes it); ``None`` when nothing was placed."""
+    placement, explanation = judgement.placement, judgement.explanation
+    request, evaluation = explanation.cycle.pod.placement, explanation.evaluation
+    if placement is None or request is None or evaluation is None:
+        return None
+    return breakdown(type(scheduler.scorer.strategy).NAME, scheduler.scorer.explain,
+                     placement.assignment.node, snapshot=explanation.snapshot,
+                     request=request, fitted=evaluation.fit, result=placement.scores)
 
 
 def without_node(pod: Mapping[str, Any]) -> dict[str, Any]:

@@ -59,7 +59,8 @@ class Exclusion:
             Rule.NODE_NAME: "not the pod's spec.nodeName",
             Rule.NOT_READY: f"not ready (taint {self.subject})",
             Rule.TAINT: f"taint {self.subject}",
-            Rule.NODE_AFFINITY: "node affinity/selector",
+            Rule.NODE_AFFINITY: "node affinity/selector" + (f" ({self.subject})"
+                                                             if self.subject else ""),
             Rule.HOST_PORTS: f"host port {self.subject} in use",
             Rule.RESOURCES: f"insufficient {self.subject}",
         }[self.rule]
@@ -115,7 +116,7 @@ def node_affinity(pod: PodDemand, node: NodeFacts) -> Exclusion | None:
     ``kube/selection.py``)."""
     if matches(pod.selection, node.name, node.labels):
         return None
-    return Exclusion(Rule.NODE_AFFINITY)
+    return Exclusion(Rule.NODE_AFFINITY, pod.selection.describe())
 
 
 def node_ports(pod: PodDemand, use: NodeUse) -> Exclusion | None:

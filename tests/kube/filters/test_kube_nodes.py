@@ -60,7 +60,7 @@ def test_reasons_are_grouped_most_nodes_first() -> None:
     wanted["spec"]["nodeSelector"] = {"pool": "a"}
     groups = group_exclusions(state.filter(wanted).excluded)
     assert describe(groups) == (
-        "3 nodes: node affinity/selector; "
+        "3 nodes: node affinity/selector (spec.nodeSelector[pool]=a); "
         "2 nodes: insufficient cpu (e.g. a1: cpu: needs 4 cores, 2 cores free); "
         "1 node: taint nvidia.com/gpu=present:NoSchedule; "
         "1 node: unschedulable (cordoned)")
