@@ -56,6 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="gpu-extender",
         description="Kubernetes scheduler extender for GPU-type-aware, fraction-aware placement.",
     )
+    from extender import __version__
+
+    parser.add_argument("--version", action="version", version=f"gpu-extender {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     check = commands.add_parser("check-config", help="validate a platform config file")
     check.add_argument("file", help="platform config YAML")
@@ -80,16 +83,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
-KUBECTL_COMMANDS = ("inspect", "catalog")
+KUBECTL_COMMANDS = ("inspect", "catalog", "explain")
 EXIT_USAGE = 2
 
 
 def kubectl_main(argv: Sequence[str] | None = None) -> int:
-    """``kubectl gpu <inspect|catalog> ...``: kubectl runs ``kubectl-gpu`` with the rest of
+    """``kubectl gpu <inspect|catalog|explain> ...``: kubectl runs ``kubectl-gpu`` with the rest of
     the line; the subcommands are gpu-extender's own."""
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] not in KUBECTL_COMMANDS:
-        print("usage: kubectl gpu {inspect,catalog} [options]  (kubectl gpu inspect -h)",
+        print("usage: kubectl gpu {inspect,catalog,explain} [options]  (kubectl gpu inspect -h)",
               file=sys.stderr)
         return EXIT_USAGE if args and args[0] not in ("-h", "--help") else 0
     return main(args)

@@ -18,20 +18,23 @@ from extender.core.reasons import Reason, format_reason_for
 from extender.kube.filters.nodes import KubeNodes, KubeVerdict
 from extender.kube.filters.reasons import ReasonGroup, group_exclusions, sort_groups
 from extender.model import RESOURCE_GPU_MEMORY, RESOURCE_GPU_MILLI
-from extender.platform import Platform
 from extender.scheduling.explain import PlacementBreakdown, breakdown
 from extender.scheduling.scheduler import Judgement, Scheduler
 
 EXTENDER_RULE = "extender"
 
 
-def ignored_resources(platform: Platform) -> frozenset[str]:
-    """The extended resources kube-scheduler is told to ignore (``ignoredByScheduler: true``
-    in the shipped scheduler configs): the extender's VRAM and thousandths shares, and the
-    platform's ``foreignForms.vramResources``."""
-    forms = platform.config.foreign_forms
-    return frozenset({RESOURCE_GPU_MEMORY, RESOURCE_GPU_MILLI,
-                      *(r.name for r in forms.vram_resources)})
+SCHEDULER_IGNORED = frozenset({RESOURCE_GPU_MEMORY, RESOURCE_GPU_MILLI, "nvidia.com/gpumem",
+                               "nvidia.com/gpumem-percentage"})
+"""The extended resources the shipped scheduler configs and the chart mark
+``ignoredByScheduler: true`` (per-GPU shares kube-scheduler cannot count: the extender does).
+The VRAM resources of other tools (``aliyun.com/gpu-mem``...) stay checked in-tree against
+the node's total."""
+
+
+def ignored_resources() -> frozenset[str]:
+    """What ``NodeResourcesFit`` skips under the shipped configs (``SCHEDULER_IGNORED``)."""
+    return SCHEDULER_IGNORED
 
 
 @dataclass(frozen=True, eq=False)

@@ -28,7 +28,7 @@ class ShadowApplier(InventoryApplier):
         self.judge: ShadowJudge | None = None
         """Set by the owner once the verbs exist (they need this applier's inventory)."""
         self._on_record = on_record
-        self.kube = KubeNodes(ignored=ignored_resources(platform))
+        self.kube = KubeNodes(ignored=ignored_resources())
         """Nodes and bound pods as kube-scheduler's filters read them."""
         self._judged: set[str] = set()
         """UIDs already judged (one judgement per pod, not per watch event)."""

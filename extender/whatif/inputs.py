@@ -29,7 +29,7 @@ def load_whatif_config(path: str | None) -> WhatIfConfig:
     """Raises ``ConfigError`` naming the file and the field."""
     if path is None:
         platform = load_platform(None)
-        return WhatIfConfig(platform, ignored_resources(platform), "(defaults)")
+        return WhatIfConfig(platform, ignored_resources(), "(defaults)")
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -41,15 +41,15 @@ def load_whatif_config(path: str | None) -> WhatIfConfig:
         document = None  # the platform loader reports the YAML error with its position
     if not _is_values(document):
         platform = load_platform(path)
-        return WhatIfConfig(platform, ignored_resources(platform), path)
+        return WhatIfConfig(platform, ignored_resources(), path)
     assert isinstance(document, dict)
     source = f"{path} (platform:)"
     config = load_config_text(yaml.safe_dump(document["platform"]), source=source,
                               strategies=strategy_weights())
     refuse_unmet_needs(config.scoring.strategy, frozenset(), source)
     platform = build_platform(config)
-    return WhatIfConfig(platform, _ignored(document, path) | ignored_resources(platform),
-                        source)
+    managed = _ignored(document, path)
+    return WhatIfConfig(platform, ignored_resources() if managed is None else managed, source)
 
 
 def _is_values(document: object) -> bool:
@@ -59,10 +59,11 @@ def _is_values(document: object) -> bool:
         "kind" not in document
 
 
-def _ignored(values: dict[str, object], path: str) -> frozenset[str]:
+def _ignored(values: dict[str, object], path: str) -> frozenset[str] | None:
+    """``managedResources`` marked ``ignoredByScheduler: true`` (``None``: no such key)."""
     managed = values.get("managedResources")
     if managed is None:
-        return frozenset()
+        return None
     if not isinstance(managed, list):
         raise ConfigError([FieldError("managedResources", f"must be a list, got "
                                                           f"{type(managed).__name__}")], path)

@@ -119,7 +119,7 @@ def _replay(platform: Platform, policy: str, objects: ClusterObjects,
     service = ExtenderService.from_cluster_objects(platform, objects)
     service.start()
     kube = KubeNodes.of(objects.nodes, objects.pods,
-                        ignored=ignored_resources(platform) if ignored is None else ignored)
+                        ignored=ignored_resources() if ignored is None else ignored)
     snapshot = service.inventory.snapshot()
     run = PolicyRun(policy, gpus=int((snapshot.node_valid[:, None] & snapshot.present).sum()),
                     allocated_before=_allocated(service))
