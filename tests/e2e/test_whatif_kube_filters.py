@@ -7,8 +7,10 @@ reads the live cluster (kubeconfig) and the running extender (--url)."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -54,8 +56,53 @@ PODS = [
     pod("fill-1", 2),
     pod("fill-2", 3),
     pod("fill-3", 4),
-    pod("fill-4", 4),
+    pod("fill-4", 4),                                           # 4 GPUs free, on no one node
 ]
+WAITS = {  # pod: the what-if's reason for its own pinned or wanted nodes
+    "intolerant": "taint nvidia.com/gpu=present:NoSchedule",
+    "pinned-cordoned": "unschedulable (cordoned)",
+    "pinned-notready": "not ready (taint node.kubernetes.io/not-ready:NoSchedule)",
+    "small-cpu-2": "insufficient cpu",
+    "huge-cpu": "insufficient cpu",
+    "fill-4": "GPU",  # the extender's own reason
+}
+KUBE_REASON = re.compile(r"(\d+) (?:node\(s\) )?(.+?)(?=, \d+ |$)")
+
+
+def kube_counts(message: str) -> Counter[str]:
+    """Nodes per in-tree filter in kube-scheduler's FailedScheduling message ("0/7 nodes are
+    available: 1 node(s) were unschedulable, 2 node(s) had untolerated taint(s), 4 node(s)
+    didn't match Pod's node affinity/selector, 3 Insufficient cpu. preemption: ...")."""
+    summary = message.split("are available: ", 1)[1].split(". ", 1)[0]
+    out: Counter[str] = Counter()
+    for match in KUBE_REASON.finditer(summary):
+        count, text = int(match[1]), match[2]
+        if text.startswith("Insufficient "):
+            out["insufficient " + text.removeprefix("Insufficient ")] += count
+        elif "were unschedulable" in text:
+            out["unschedulable"] += count
+        elif "untolerated taint" in text:
+            out["taint"] += count
+        elif "node affinity/selector" in text:
+            out["node affinity/selector"] += count
+    return out
+
+
+def our_counts(reasons: list[dict[str, Any]]) -> Counter[str]:
+    """The what-if's reasons counted the same way (a not-ready node is a taint to
+    kube-scheduler; each insufficient resource counts once per node, as kube lists them)."""
+    out: Counter[str] = Counter()
+    for reason in reasons:
+        rule, n = reason["rule"], reason["nodes"]
+        if rule == "resources":
+            names = reason["message"].removeprefix("insufficient ").split(" (")[0]
+            for name in names.split(", "):
+                out[f"insufficient {name}"] += n
+        elif rule in ("taint", "not ready"):
+            out["taint"] += n
+        elif rule in ("unschedulable", "node affinity/selector"):
+            out[rule] += n
+    return out
 
 
 def make_cluster(cluster: Any) -> None:
@@ -78,6 +125,7 @@ def make_cluster(cluster: Any) -> None:
 def test_what_if_predicts_the_live_scheduler_pod_for_pod(controlplane_binaries: object,
                                                          tmp_path: Path) -> None:
     live: dict[str, tuple[str, list[int]] | None] = {}
+    messages: dict[str, str] = {}
     manifests = tmp_path / "pods.yaml"
     manifests.write_text(yaml.safe_dump_all(PODS))
     with gpu_cluster() as cluster:
@@ -102,6 +150,8 @@ def test_what_if_predicts_the_live_scheduler_pod_for_pod(controlplane_binaries: 
                              description=f"{name} bound or rejected")
             node = api.read_namespaced_pod(name, NAMESPACE).spec.node_name
             live[name] = (node, list(assigned_gpus(api, name).gpu_indices)) if node else None
+            if not node:
+                messages[name] = pending_message(cluster, name)
         explained = _run("explain", f"{NAMESPACE}/huge-cpu", "--kubeconfig",
                          str(cluster.kubeconfig()))
         remote = _run("explain", f"{NAMESPACE}/fill-1", "--url", cluster.extender_url)
@@ -109,12 +159,17 @@ def test_what_if_predicts_the_live_scheduler_pod_for_pod(controlplane_binaries: 
     result = _run("what-if", "--cluster-file", str(dump), "--pods", str(manifests), "-o",
                   "json", "--output", str(out))
     print(result.stdout, result.stderr)
+    pods = orjson.loads(out.read_bytes())["policies"][0]["pods"]
     replayed = {p["pod"].split("/")[1]: (p["node"], p["gpus"]) if p["node"] else None
-                for p in orjson.loads(out.read_bytes())["policies"][0]["pods"]}
+                for p in pods}
     assert replayed == live
-    waiting = {name for name, where in live.items() if where is None}
-    assert waiting == {"intolerant", "pinned-cordoned", "pinned-notready", "small-cpu-2",
-                       "huge-cpu"}
+    waiting = {p["pod"].split("/")[1]: p for p in pods if not p["node"]}
+    assert set(waiting) == set(WAITS)
+    for name, reason in WAITS.items():
+        assert reason in waiting[name]["waits"], (name, waiting[name]["waits"])
+        # the same nodes left out by the same in-tree filters as kube-scheduler says
+        assert our_counts(waiting[name]["reasons"]) == kube_counts(messages[name]), \
+            (name, waiting[name]["waits"], messages[name])
     assert live["selected"] is not None and live["selected"][0].startswith("t4-batch-")
     assert live["tolerant"] is not None and live["tolerant"][0] == "l4-tainted"
     assert live["big-cpu"] is not None and live["big-cpu"][0] != "t4-smallcpu"
