@@ -56,7 +56,7 @@ PODS = [
     pod("fill-1", 2),
     pod("fill-2", 3),
     pod("fill-3", 4),
-    pod("fill-4", 4),                                           # 4 GPUs free, on no one node
+    pod("fill-4", 4),                           # 4 GPUs free in all, on no one node: waits
 ]
 WAITS = {  # pod: the what-if's reason for its own pinned or wanted nodes
     "intolerant": "taint nvidia.com/gpu=present:NoSchedule",
@@ -64,7 +64,7 @@ WAITS = {  # pod: the what-if's reason for its own pinned or wanted nodes
     "pinned-notready": "not ready (taint node.kubernetes.io/not-ready:NoSchedule)",
     "small-cpu-2": "insufficient cpu",
     "huge-cpu": "insufficient cpu",
-    "fill-4": "GPU",  # the extender's own reason
+    "fill-4": "insufficient nvidia.com/gpu",  # kube-scheduler counts whole GPUs too
 }
 KUBE_REASON = re.compile(r"(\d+) (?:node\(s\) )?(.+?)(?=, \d+ |$)")
 
