@@ -145,7 +145,12 @@ def place_one(service: ExtenderService, kube: KubeNodes, manifest: PodManifest) 
     if decoded.error:
         return replace(base, request="invalid", waits=decoded.error)
     if decoded.placement is None:
-        return replace(base, waits="asks for no GPU: kube-scheduler places it alone")
+        if not verdict.kube.feasible:  # kube-scheduler's filters alone keep it waiting
+            return replace(base, waits=verdict.waits(), reasons=tuple(verdict.reasons))
+        passing = len(verdict.kube.feasible)
+        return replace(base, waits=f"asks for no GPU: kube-scheduler places it alone "
+                                   f"({passing} node{'s' if passing != 1 else ''} pass its "
+                                   "filters)")
     placement = verdict.judgement.placement
     if placement is None:
         return replace(base, waits=verdict.waits(), reasons=tuple(verdict.reasons))

@@ -191,3 +191,21 @@ def test_a_long_replay_reports_progress_and_expands_replicas(
     assert sum(per_node.values()) > 190
     assert all("insufficient pods" in p["waits"] or "lack free VRAM" in p["waits"]
                for p in pods if not p["node"])
+
+
+def test_pods_without_gpus_are_kube_schedulers_but_its_filters_still_apply(
+        platform: Platform, tmp_path: Path) -> None:
+    """A CPU-only pod is not the extender's to place; one no node can run says why (every
+    node of the test cluster has 64 cores; cpu-0 runs web-0's 4)."""
+    (tmp_path / "cpu.yaml").write_text(yaml.safe_dump_all([
+        {"kind": "Pod", "metadata": {"name": "small"},
+         "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "2"}}}]}},
+        {"kind": "Pod", "metadata": {"name": "huge"},
+         "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "200"}}}]}}]))
+    runs = what_if(platform, load_cluster_file(DATA / "cluster.json"),
+                   load_pod_manifests(tmp_path), ["cost-fragmentation"])
+    small, huge = runs[0].outcomes
+    assert small.waits == "asks for no GPU: kube-scheduler places it alone (7 nodes pass its " \
+                          "filters)"
+    assert huge.waits.startswith("7 nodes: insufficient cpu")
+    assert [(g.rule, len(g.nodes)) for g in huge.reasons] == [("resources", 7)]
