@@ -66,17 +66,17 @@ def judge_pod(scheduler: Scheduler, kube: KubeNodes, pod: Mapping[str, Any]) -> 
     unbound = without_node(pod)
     verdict = kube.filter(unbound)
     judgement = scheduler.judge(unbound, verdict.feasible)
-    reasons = group_exclusions(verdict.excluded) + extender_reasons(scheduler, judgement)
+    reasons = group_exclusions(verdict.excluded) + extender_reasons(judgement)
     return PodVerdict(verdict, judgement, sort_groups(reasons))
 
 
-def extender_reasons(scheduler: Scheduler, judgement: Judgement) -> list[ReasonGroup]:
+def extender_reasons(judgement: Judgement) -> list[ReasonGroup]:
     """The extender's filter reasons of the nodes it was given and refused, grouped."""
     explanation = judgement.explanation
     evaluation, request = explanation.evaluation, explanation.cycle.pod.request
     if evaluation is None or request is None:
         return []
-    catalog = scheduler.inventory.snapshot().catalog
+    catalog = explanation.snapshot.catalog
     by_text: dict[str, list[str]] = {}
     for name, code, params in zip(evaluation.names, evaluation.code.tolist(),
                                   evaluation.params.tolist(), strict=True):

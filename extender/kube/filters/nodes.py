@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from extender.kube import objects
-from extender.kube.filters.facts import NodeFacts, PodDemand, node_facts, pod_demand
+from extender.kube.filters.facts import HostPort, NodeFacts, PodDemand, node_facts, pod_demand
 from extender.kube.filters.rules import Exclusion, NodeUse, first_exclusion
 
 
@@ -33,7 +33,7 @@ class _Use:
     def __init__(self) -> None:
         self.requested: dict[str, int] = {}
         self.pods = 0
-        self.ports: list[Any] = []
+        self.ports: list[HostPort] = []
 
     def add(self, pod: PodDemand, sign: int) -> None:
         self.pods += sign
