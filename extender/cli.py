@@ -85,6 +85,9 @@ def build_parser(command: str | None = EVERY) -> argparse.ArgumentParser:
     """The parser with ``command``'s flags (its module imported), and every other command
     listed by name and help only; ``None``: the list alone (``--help``)."""
     parser = argparse.ArgumentParser(prog=PROG, description=DESCRIPTION)
+    from extender import __version__
+
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     wanted = {e.module for e in COMMANDS.values()} if command == EVERY else \
         {COMMANDS[command].module} if command in COMMANDS else set()
@@ -123,15 +126,15 @@ def missing_extra(command: str | None, error: ModuleNotFoundError) -> int:
     return EXIT_ERROR
 
 
-KUBECTL_COMMANDS = ("inspect", "catalog")
+KUBECTL_COMMANDS = ("inspect", "catalog", "explain")
 
 
 def kubectl_main(argv: Sequence[str] | None = None) -> int:
-    """``kubectl gpu <inspect|catalog> ...``: kubectl runs ``kubectl-gpu`` with the rest of
+    """``kubectl gpu <inspect|catalog|explain> ...``: kubectl runs ``kubectl-gpu`` with the rest of
     the line; the subcommands are gpu-extender's own."""
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] not in KUBECTL_COMMANDS:
-        print("usage: kubectl gpu {inspect,catalog} [options]  (kubectl gpu inspect -h)",
+        print("usage: kubectl gpu {inspect,catalog,explain} [options]  (kubectl gpu inspect -h)",
               file=sys.stderr)
         return EXIT_USAGE if args and args[0] not in ("-h", "--help") else 0
     return main(args)

@@ -157,18 +157,20 @@ def node_event_body(node: str, uid: str, *, reason: str, message: str,
     }
 
 
-def load_configuration(kubeconfig: str | None = None) -> Any:
+def load_configuration(kubeconfig: str | None = None, context: str | None = None) -> Any:
     """The client configuration: the in-cluster service account when running in a pod (and
     no kubeconfig is named), else ``kubeconfig`` / ``$KUBECONFIG`` / ``~/.kube/config``.
-    Opens no connection (safe before gunicorn forks); ``KubeError`` when none works."""
+    ``context``: that kubeconfig context instead of its current one. Opens no connection
+    (safe before gunicorn forks); ``KubeError`` when none works."""
     from kubernetes import client, config
 
     configuration = client.Configuration()
     try:
-        if kubeconfig is None and "KUBERNETES_SERVICE_HOST" in os.environ:
+        if kubeconfig is None and context is None and "KUBERNETES_SERVICE_HOST" in os.environ:
             config.load_incluster_config(client_configuration=configuration)
         else:
-            config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
+            config.load_kube_config(config_file=kubeconfig, context=context,
+                                    client_configuration=configuration)
     except Exception as exc:  # ConfigException, FileNotFoundError, YAML errors
         raise KubeError(f"no usable cluster configuration: {exc} (run in a pod with a "
                         "service account, set KUBECONFIG or pass --kubeconfig)") from exc

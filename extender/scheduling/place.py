@@ -1,8 +1,10 @@
 """Choose a node and its GPUs for one pod: the one placement step of the service and the
 simulator.
 
-``place`` scores the rows that fit, picks the best (``pick``: the service takes the first
-maximum, the simulator may break ties its own way) and assigns GPUs there from the row's fit in
+``place`` scores the rows that fit, picks the best (``pick``: by default the highest score,
+equal scores going to the node whose name sorts first, so the choice depends on the nodes
+themselves and never on the order kube-scheduler listed them or the inventory learned them;
+the simulator may break ties its own way) and assigns GPUs there from the row's fit in
 hand (no second fit). The caller holds the result in the inventory (``Inventory.assume``), whose
 strict check still guards against a concurrent change since the snapshot.
 """
@@ -30,6 +32,15 @@ def first_best(scores: npt.NDArray[np.float64]) -> int:
     return int(np.argmax(scores))
 
 
+def best_by_name(snapshot: ClusterSnapshot, scores: ScoreResult) -> int:
+    """The highest score; among equal ones, the node whose name sorts first."""
+    top = np.flatnonzero(scores.scores == scores.scores.max())
+    if len(top) == 1:
+        return int(top[0])
+    names = snapshot.node_names
+    return int(min(top.tolist(), key=lambda i: names[int(scores.rows[i])]))
+
+
 @dataclass(frozen=True, eq=False)
 class Placement:
     scores: ScoreResult
@@ -39,14 +50,14 @@ class Placement:
 
 
 def place(snapshot: ClusterSnapshot, request: PlacementRequest, fit: FitResult,
-          scores: ScoreResult, *, pick: Pick = first_best, gpus: bool = True
+          scores: ScoreResult, *, pick: Pick | None = None, gpus: bool = True
           ) -> Placement | None:
     """Pick among ``scores`` (the strategy's scores of ``fit``) and assign GPUs there;
     ``None`` if no row fits. ``gpus=False``: the pod takes no GPU (the simulator's CPU-only
     pods), the node is all it gets."""
     if len(scores.rows) == 0:
         return None
-    best = pick(scores.scores)
+    best = best_by_name(snapshot, scores) if pick is None else pick(scores.scores)
     row = int(scores.rows[best])
     if not gpus:
         return Placement(scores, row, Assignment(node=snapshot.node_names[row],

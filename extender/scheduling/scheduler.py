@@ -31,13 +31,14 @@ from extender.kube import objects
 from extender.kube.annotations import decode_assignment
 from extender.model import ANNOTATION_ASSIGNED, Assignment, PodInfo
 from extender.platform import Platform
-from extender.scheduling.bind import Bind
+from extender.scheduling.bind import Bind, BindOutcome
 from extender.scheduling.cycle import CycleTable, HoldEvents, PodCycle
 from extender.scheduling.evaluate import Evaluation, Evaluator
 from extender.scheduling.expiry import Expiry
 from extender.scheduling.explain import Announcer, PlacementBreakdown, PlacementRecords
 from extender.scheduling.filter import Filter
 from extender.scheduling.mix import PlacedPods
+from extender.scheduling.place import Placement, place
 from extender.scheduling.prioritize import Prioritize, Scorer
 
 
@@ -67,6 +68,20 @@ class Explanation:
     bound: BoundPlacement | None = None
 
 
+@dataclass(frozen=True, eq=False)
+class Judgement:
+    """``explain`` plus the placement ``place`` makes on the same snapshot, fit and scores:
+    exactly what prioritize would hold for the pod on ``explanation.names`` (``None``: bound,
+    invalid, no GPU asked, or no node fits)."""
+
+    explanation: Explanation
+    placement: Placement | None
+
+    @property
+    def node(self) -> str:
+        return self.placement.assignment.node if self.placement is not None else ""
+
+
 class Scheduler:
     def __init__(self, platform: Platform, inventory: Inventory, workload: WorkloadMix,
                  api: PodWriter, events: HoldEvents, *, reservation_ttl: float,
@@ -79,6 +94,7 @@ class Scheduler:
         its thread, off the bind path; ``None``: before the bind answers. ``claims``: reads a
         DRA pod's claim at bind (``None``: offline, no DRA)."""
         self.inventory = inventory
+        self._ttl = reservation_ttl
         self.cycles = CycleTable(platform, on_new_pod=on_new_pod,
                                  nodes=lambda: inventory.snapshot().nodes)
         self.evaluator = Evaluator(platform, self.cycles, check_cpu_memory=check_cpu_memory)
@@ -119,6 +135,35 @@ class Scheduler:
         evaluation = self.evaluator.evaluate(snapshot, placement, names)
         return Explanation(cycle, snapshot, names, evaluation,
                            self.scorer.score(snapshot, placement, evaluation.fit))
+
+    def judge(self, pod_object: Mapping[str, Any],
+              names: Sequence[str] | None = None) -> Judgement:
+        """``explain``, and where the extender would place the pod on that snapshot: the
+        typed call the shadow, explain and the what-if use (no wire scores, no second
+        snapshot; leaves no trace)."""
+        explanation = self.explain(pod_object, names)
+        evaluation, result = explanation.evaluation, explanation.result
+        request = explanation.cycle.pod.placement
+        if evaluation is None or result is None or request is None:
+            return Judgement(explanation, None)
+        return Judgement(explanation, place(explanation.snapshot, request, evaluation.fit,
+                                            result))
+
+    def commit(self, pod_object: Mapping[str, Any], judgement: Judgement) -> BindOutcome:
+        """Hold the judgement's GPUs for the pod and bind it there, as prioritize and then a
+        bind to the same node do (offline: the what-if's placement of one pod)."""
+        placement = judgement.placement
+        assert placement is not None
+        cycle = self.cycles.cycle(pod_object)
+        pod = cycle.pod
+        self.inventory.assume(pod.key, placement.assignment, cpu_milli=pod.cpu_milli,
+                              memory_mib=pod.memory_mib, ttl=self._ttl)
+        cycle.held = placement.assignment
+        evaluation = judgement.explanation.evaluation
+        if evaluation is not None:
+            cycle.scores, cycle.scored_on = placement.scores, (evaluation.snapshot,
+                                                               evaluation.fit)
+        return self.bind(pod.key, placement.assignment.node)
 
     def _bound(self, cycle: PodCycle, pod_object: Mapping[str, Any]) -> BoundPlacement | None:
         """The pod object says it is bound (``spec.nodeName``; a pod posted without it is

@@ -10,8 +10,10 @@ from typing import Any
 from extender.core.request import PlacementRequest
 from extender.inventory.snapshot import ClusterSnapshot
 from extender.inventory.store import Inventory
+from extender.kube.filters.nodes import KubeNodes
 from extender.model import PodInfo
 from extender.platform import Platform
+from extender.scheduling.verdict import ignored_resources
 from extender.shadow.judge import ShadowJudge
 from extender.shadow.record import ShadowRecord
 from extender.sync.apply import DELETED, InventoryApplier
@@ -26,24 +28,20 @@ class ShadowApplier(InventoryApplier):
         self.judge: ShadowJudge | None = None
         """Set by the owner once the verbs exist (they need this applier's inventory)."""
         self._on_record = on_record
-        self._labels: dict[str, dict[str, str]] = {}
+        self.kube = KubeNodes(ignored=ignored_resources())
+        """Nodes and bound pods as kube-scheduler's filters read them."""
         self._judged: set[str] = set()
         """UIDs already judged (one judgement per pod, not per watch event)."""
 
-    # -- nodes: remember labels for nodeSelector -----------------------------------------
+    # -- nodes: kept for kube-scheduler's filters ------------------------------------------
 
     def node_event(self, event_type: str, node: Mapping[str, Any]) -> None:
-        meta = node.get("metadata") or {}
-        if event_type == DELETED:
-            self._labels.pop(str(meta.get("name") or ""), None)
-        else:
-            self._labels[str(meta.get("name") or "")] = dict(meta.get("labels") or {})
+        self.kube.node_event(event_type == DELETED, node)
         super().node_event(event_type, node)
 
     def replace_nodes(self, nodes: Iterable[Mapping[str, Any]]) -> dict[str, int]:
         nodes = list(nodes)
-        self._labels = {str((n.get("metadata") or {}).get("name") or ""):
-                        dict((n.get("metadata") or {}).get("labels") or {}) for n in nodes}
+        self.kube.replace_nodes(nodes)
         return super().replace_nodes(nodes)
 
     # -- pods ------------------------------------------------------------------------------
@@ -53,8 +51,8 @@ class ShadowApplier(InventoryApplier):
             info = self._platform.pods.decode(pod)
             if self._bound_by_another(info):
                 self._remember(info.key.uid)
-                self._on_record(self.judge.judge(pod, info, self.candidates(pod),
-                                                 self.infer_on))
+                self._on_record(self.judge.judge(pod, info, self.kube, self.infer_on))
+        self.kube.pod_event(event_type == DELETED, pod)  # after: judged as before its bind
         super().pod_event(event_type, pod)
 
     def replace_pods(self, pods: Iterable[Mapping[str, Any]]) -> dict[str, int]:
@@ -65,6 +63,7 @@ class ShadowApplier(InventoryApplier):
             uid = str((pod.get("metadata") or {}).get("uid") or "")
             if uid and (pod.get("spec") or {}).get("nodeName"):
                 self._remember(uid)
+        self.kube.replace_pods(pods)
         return super().replace_pods(pods)
 
     def _bound_by_another(self, info: PodInfo) -> bool:
@@ -76,12 +75,6 @@ class ShadowApplier(InventoryApplier):
         if len(self._judged) >= MAX_REMEMBERED:
             self._judged.clear()  # bounded memory; a re-judged old pod is only a duplicate
         self._judged.add(uid)
-
-    def candidates(self, pod: Mapping[str, Any]) -> list[str]:
-        """Nodes whose labels match the pod's ``nodeSelector``, sorted."""
-        selector = (pod.get("spec") or {}).get("nodeSelector") or {}
-        return sorted(name for name, labels in list(self._labels.items())
-                      if name and all(labels.get(k) == v for k, v in selector.items()))
 
     def infer_on(self, snapshot: ClusterSnapshot, info: PodInfo) -> PlacementRequest:
         assert info.request is not None

@@ -2,9 +2,11 @@
 
 Two questions, both answered by the same core the extender serves with:
 
-- what would gpu-extender have done? ``SchedulingVerbs.explain`` over the nodes the pod's
-  ``nodeSelector`` allows (affinity, taints and the in-tree plugins are kube-scheduler's; the
-  shadow does not repeat them), the best-scored node, and the GPUs ``assign`` gives there;
+- what would gpu-extender have done? ``scheduling.verdict.judge_pod``: kube-scheduler's own
+  filters (``kube.filters``: node selector and affinity, taints, cordon, resources, host
+  ports) over every node, then ``Scheduler.judge`` on the nodes they pass: the node and GPUs
+  ``place`` picks, exactly as the extender's prioritize would (highest strategy score, ties
+  to the node whose name sorts first), on one snapshot;
 - did the real placement break a per-GPU invariant? The pod's GPUs on its real node are
   inferred exactly as the inventory infers them for pods it did not bind (any type allowed);
   when nothing on that node can hold the pod, the real placement over-commits a GPU.
@@ -13,7 +15,6 @@ Two questions, both answered by the same core the extender serves with:
 from __future__ import annotations
 
 import time
-from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -21,9 +22,11 @@ from extender.core.assign import NoFitError, assign
 from extender.core.request import PlacementRequest
 from extender.inventory.snapshot import ClusterSnapshot
 from extender.inventory.store import Inventory
+from extender.kube.filters.nodes import KubeNodes
 from extender.model import Assignment, PodInfo, RequestKind
 from extender.platform import Platform
-from extender.server.verbs import SchedulingVerbs
+from extender.scheduling.scheduler import Scheduler
+from extender.scheduling.verdict import judge_pod
 from extender.shadow.record import Alternative, Invariant, ShadowRecord, Violation
 
 InferOn = Callable[[ClusterSnapshot, PodInfo], PlacementRequest]
@@ -35,21 +38,20 @@ _OVER_COMMIT = {RequestKind.WHOLE: Invariant.WHOLE_GPU_SHARED,
 
 
 class ShadowJudge:
-    def __init__(self, platform: Platform, inventory: Inventory, verbs: SchedulingVerbs, *,
+    def __init__(self, platform: Platform, inventory: Inventory, scheduler: Scheduler, *,
                  clock: Callable[[], float] = time.time) -> None:
         self._platform = platform
         self._inventory = inventory
-        self._verbs = verbs
+        self._scheduler = scheduler
         self._clock = clock
 
-    def judge(self, pod: Mapping[str, Any], info: PodInfo, candidates: list[str],
+    def judge(self, pod: Mapping[str, Any], info: PodInfo, kube: KubeNodes,
               infer: InferOn) -> ShadowRecord:
-        """``info`` is the bound pod (``request`` set); ``candidates`` the nodes its
-        nodeSelector allows."""
+        """``info`` is the bound pod (``request`` set); ``kube`` the nodes and pods as
+        kube-scheduler saw them before this bind."""
         assert info.request is not None
+        would = self._alternative(pod, kube)
         snapshot = self._inventory.snapshot()
-        unbound = _without_node(pod)
-        would = self._alternative(snapshot, unbound, candidates)
         violations: list[Violation] = []
         actual: Assignment | None = None
         row = snapshot.node_index.get(info.node_name)
@@ -71,27 +73,15 @@ class ShadowJudge:
             _node_type(snapshot, row), would=would, violations=tuple(violations),
             at=self._clock())
 
-    def _alternative(self, snapshot: ClusterSnapshot, pod: Mapping[str, Any],
-                     candidates: list[str]) -> Alternative:
-        report = self._verbs.explain(pod, candidates)
-        nodes = report.get("nodes") or []
-        best = next((n for n in nodes if n["verdict"] == "fits"), None)
-        if best is None:
-            reasons = Counter(str(n["reason"]) for n in nodes if n.get("reason"))
-            reason = reasons.most_common(1)[0][0] if reasons else \
-                (report.get("error") or "no node matches the pod's nodeSelector")
-            return Alternative(node="", reason=str(reason))
-        decoded = self._verbs.scheduler.cycles.detached(pod).pod  # leaves no trace
-        row = snapshot.node_index.get(best["node"])
-        gpus: tuple[int, ...] = ()
-        type_id = ""
-        if decoded.placement is not None and row is not None:
-            try:
-                chosen = assign(snapshot, decoded.placement, row)
-                gpus, type_id = chosen.gpu_indices, chosen.type_id
-            except NoFitError:
-                pass  # the inventory moved since explain's snapshot: the node stays the answer
-        return Alternative(node=best["node"], gpus=gpus, type_id=type_id, score=best["score"])
+    def _alternative(self, pod: Mapping[str, Any], kube: KubeNodes) -> Alternative:
+        verdict = judge_pod(self._scheduler, kube, pod)
+        placement = verdict.judgement.placement
+        if placement is None:
+            return Alternative(node="", reason=verdict.waits())
+        assignment = placement.assignment
+        best = placement.scores.scores.max()
+        return Alternative(node=assignment.node, gpus=assignment.gpu_indices,
+                           type_id=assignment.type_id, score=round(float(best)))
 
     def _all_held_whole(self, snapshot: ClusterSnapshot, row: int, node: str) -> bool:
         whole = {g.index for h in self._inventory.holdings() if h.node == node and h.assignment
@@ -119,13 +109,6 @@ class ShadowJudge:
         return [Violation(Invariant.WRONG_TYPE,
                           f"on {info.node_name}: {name} is not a type the pod accepts "
                           f"({info.request.type_source or 'excluded'})")]
-
-
-def _without_node(pod: Mapping[str, Any]) -> dict[str, Any]:
-    """The pod as it was before the bind (explain judges a pod to be placed)."""
-    spec = dict(pod.get("spec") or {})
-    spec.pop("nodeName", None)
-    return {**pod, "spec": spec}
 
 
 def _granted_type_index(snapshot: ClusterSnapshot, row: int, actual: Assignment) -> int:

@@ -27,7 +27,6 @@ from extender.runtime.listener import (
 )
 from extender.scheduling.scheduler import Scheduler
 from extender.server.metrics import ExtenderMetrics
-from extender.server.verbs import SchedulingVerbs
 from extender.shadow.applier import ShadowApplier
 from extender.shadow.judge import ShadowJudge
 from extender.shadow.ledger import ShadowLedger
@@ -46,8 +45,8 @@ class ShadowService:
                               reservation_ttl=platform.config.service.reservation_ttl_seconds,
                               check_cpu_memory=platform.config.service.check_cpu_memory)
         self.applier.on_placed = scheduler.observed_placed
-        verbs = SchedulingVerbs(platform, scheduler, metrics)
-        self.applier.judge = ShadowJudge(platform, self.inventory, verbs)
+        self.scheduler = scheduler
+        self.applier.judge = ShadowJudge(platform, self.inventory, scheduler)
         self.sync = ClusterSync(
             api, self.applier, self.inventory,
             reconcile_interval_seconds=platform.config.service.reconcile_interval_seconds,

@@ -7,8 +7,9 @@ Usage::
     gpu-extender simulate [--synthetic-nodes 64] ...     # no trace files: a seeded openb-like
                                                          # workload (extender.simulator.synthetic)
     gpu-extender simulate --fleet node_info_df.csv ...   # the typed, priced fleet scenario
-    gpu-extender simulate --cluster-file cluster.json --pods DIR|FILE [--policy A,B]
-                                                         # what-if on your own cluster
+
+The what-if on your own cluster is its own command now: ``gpu-extender what-if --cluster-file
+cluster.json --pods DIR|FILE`` (``extender.whatif``); ``simulate --cluster-file`` says so.
 
 Input problems (a missing file, a missing column, a bad number, an unknown policy) print one
 ``error:`` line naming the file, line, column and value, and exit with status 2.
@@ -73,13 +74,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     source.add_argument("--nodes", help="openb node list CSV (sn,cpu_milli,memory_mib,gpu,"
                                         "model)")
     source.add_argument("--pods", help="openb pod list CSV (name,cpu_milli,memory_mib,"
-                                       "num_gpu,gpu_milli[,gpu_spec,...]); with "
-                                       "--cluster-file: pod manifests, a file or a directory "
-                                       "(YAML/JSON, Lists, Deployments... expanded)")
-    source.add_argument("--cluster-file", metavar="FILE",
-                        help="what-if: a `kubectl get nodes,pods -A -o json` dump of your "
-                             "cluster to replay --pods against (--policy may list several, "
-                             "comma-separated, compared side by side)")
+                                       "num_gpu,gpu_milli[,gpu_spec,...])")
+    source.add_argument("--cluster-file", metavar="FILE", help=argparse.SUPPRESS)
     source.add_argument("--fleet", metavar="NODE_INFO_CSV",
                         help="typed, priced fleet scenario on this node list "
                              "(alibaba spot-gpu node_info_df.csv) with a generated workload")
@@ -124,9 +120,9 @@ def scenario_from_args(args: Any) -> Scenario:
 
 def run(args: argparse.Namespace) -> int:
     if args.cluster_file:
-        # extender.whatif.command wraps this command and handles --cluster-file before us
-        print("error: --cluster-file needs the what-if replay (extender.whatif)",
-              file=sys.stderr)
+        print(f"error: the what-if on a cluster dump is its own command now: gpu-extender "
+              f"what-if --cluster-file {args.cluster_file} --pods {args.pods or 'MANIFESTS'} "
+              "(simulate replays traces only)", file=sys.stderr)
         return EXIT_INPUT
     names = strategy_names()
     if args.policy is not None and args.policy not in names:

@@ -30,24 +30,34 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     catalog.add_argument("--type", metavar="NAME",
                          help="only the types this id, family or alias names (e.g. a100)")
     catalog.add_argument("--config", metavar="FILE", help="platform config YAML")
-    catalog.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    catalog.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
     catalog.set_defaults(run=run_catalog)
 
     inspect = commands.add_parser(
-        "inspect", help="per-node, per-GPU table of what is allocated",
-        description="The inventory per node and GPU: type, VRAM used/total, time-slice "
-                    "replicas, MIG instances used/free by profile, pods, health. Reads a "
-                    "running extender (--url), a `kubectl get nodes,pods -A -o json` dump "
-                    "(--cluster-file), or the cluster itself (default: $KUBECONFIG or "
-                    "--kubeconfig; read-only).")
+        "inspect", help="what is allocated: one row per node (-d: per GPU)",
+        description="The inventory, one row per node: status (Ready/NotReady, "
+                    "SchedulingDisabled), GPU type, GPUs used/free, VRAM, MIG slots, "
+                    "time-slice replicas, pods; -d per GPU: VRAM used/total, replicas, MIG "
+                    "instances used/free by profile, pods, health. Reads a running extender "
+                    "(--url), a `kubectl get nodes,pods -A -o json` dump (--cluster-file), or "
+                    "the cluster itself (default: $KUBECONFIG or --kubeconfig; read-only). "
+                    "Exit 0 (shown), 1 (failure), 2 (usage).")
     source = inspect.add_mutually_exclusive_group()
     source.add_argument("--url", help="a running extender (serve), e.g. http://127.0.0.1:8888")
     source.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig of the cluster")
     source.add_argument("--cluster-file", metavar="FILE", help="a nodes+pods dump")
+    inspect.add_argument("--context", metavar="NAME", help="the kubeconfig context to use")
     inspect.add_argument("--node", metavar="NAME", help="only this node")
+    inspect.add_argument("-l", "--selector", metavar="SELECTOR",
+                         help="only nodes with these labels (a=b,c!=d,e,!f; not with --url)")
+    inspect.add_argument("--type", metavar="NAME",
+                         help="only nodes with GPUs of this type, family or alias (e.g. a100)")
+    inspect.add_argument("-d", "--details", action="store_true",
+                         help="per GPU: memory, replicas, MIG profiles, health, pods")
     inspect.add_argument("--config", metavar="FILE",
                          help="platform config YAML (not used with --url)")
-    inspect.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    inspect.add_argument("-o", "--output", choices=("text", "wide", "json", "yaml"),
+                         default="text")
     inspect.set_defaults(run=run_inspect)
 
 
@@ -66,26 +76,53 @@ def run_catalog(args: argparse.Namespace) -> int:
 
 def run_inspect(args: argparse.Namespace) -> int:
     from extender.views.inspect import render_inventory
+    from extender.views.summary import SelectorError, keep_nodes, parse_selector, render_summary
 
+    if args.url and args.selector:
+        print("error: -l needs the nodes' labels: use the cluster or --cluster-file, not --url",
+              file=sys.stderr)
+        return EXIT_USAGE
     try:
+        requirements = parse_selector(args.selector) if args.selector else []
+        types = _types(args.type, args.config) if args.type else None
         report = _inventory_from(args)
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return 1
+    except (SelectorError, LookupError) as exc:
+        print(f"error: {exc.args[0] if isinstance(exc, LookupError) else exc}",
+              file=sys.stderr)
+        return EXIT_USAGE
     except ExtenderError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     if args.node and not report["nodes"] and not report.get("holdingsOnUnknownNodes"):
         print(f"error: --node {args.node!r}: no such node in the inventory", file=sys.stderr)
         return 1
-    _emit(report, args.output, render_inventory)
+    report = keep_nodes(report, requirements=requirements, types=types)
+    if args.details:
+        _emit(report, args.output, render_inventory)
+    else:
+        _emit(report, args.output,
+              lambda r: render_summary(r, wide=args.output == "wide"))
     return 0
+
+
+def _types(name: str, config: str | None) -> frozenset[str]:
+    from extender.platform import load_platform
+    from extender.views.catalog import catalog_document
+
+    return frozenset(t["id"] for t in catalog_document(load_platform(config), name)["types"])
 
 
 def _emit(document: dict[str, Any], output: str, render: Any) -> None:
     if output == "json":
         sys.stdout.write(orjson.dumps(document, option=orjson.OPT_INDENT_2
                                       | orjson.OPT_SORT_KEYS).decode() + "\n")
+    elif output == "yaml":
+        import yaml
+
+        sys.stdout.write(yaml.safe_dump(document, sort_keys=True))
     else:
         print(render(document))
 
@@ -98,6 +135,7 @@ def _inventory_from(args: argparse.Namespace) -> dict[str, Any]:
     from extender.server.debug import inventory_report
     from extender.sync.apply import InventoryApplier
     from extender.sync.dra import DraState
+    from extender.views.summary import annotate
 
     platform = load_platform(args.config)
     nodes, pods = _objects(args)
@@ -112,7 +150,7 @@ def _inventory_from(args: argparse.Namespace) -> dict[str, Any]:
     applier.dra.replace_claims(dra.get("resourceclaims", []))
     applier.replace_pods(pods)
     inventory.mark_synced()
-    return inventory_report(inventory, args.node)
+    return annotate(inventory_report(inventory, args.node), nodes)
 
 
 def _dra_objects(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]]:
@@ -141,7 +179,7 @@ def _objects(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[dict[
         return objects.nodes, objects.pods
     from extender.apiserver.client import ApiServerClient, load_configuration
 
-    api = ApiServerClient.from_configuration(load_configuration(args.kubeconfig))
+    api = ApiServerClient.from_configuration(load_configuration(args.kubeconfig, args.context))
     return api.list_objects("nodes").items, api.list_objects("pods").items
 
 

@@ -1,88 +1,89 @@
-"""``gpu-extender simulate --cluster-file ... --pods ...``: argument checks, then ``what_if``.
+"""``gpu-extender what-if --cluster-file DUMP --pods MANIFESTS``: argument checks, then
+``what_if``, then the table (or JSON/YAML).
 
-Every input is checked before any replay: the policies, the cluster file, every manifest (all
-problems listed at once). Exit 2 on bad input, like the trace replay."""
+Every input is checked before any replay: the policies, the config, the cluster file, every
+manifest (all problems listed at once). Exit codes as in ``extender.cliflags``: 2 for a wrong
+command line or input file, 1 for an invalid platform config or an unwritable ``--output``."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-import orjson
-
+from extender.cliflags import EXIT_FAILURE, EXIT_OK, add_output_flag, emit, fail, terminal_width
 from extender.core.scoring.registry import strategy_names
 from extender.errors import ConfigError, ExtenderError
-from extender.runtime.exits import EXIT_USAGE
 
-EXIT_INPUT = EXIT_USAGE  # an input file that is not what its flag expects
-TRACE_ONLY = ("nodes", "fleet")
+FORMATS = ("table", "wide", "json", "yaml")
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``simulate`` as the simulator defines it, with ``--cluster-file`` routed here: the
-    simulator itself stays offline (it never builds the HTTP service the what-if drives)."""
-    from extender.simulator import command as trace_command
+    parser = subparsers.add_parser(
+        "what-if", help="replay pod manifests on a dump of your cluster, as kube-scheduler "
+                        "with the extender would place them",
+        description="Place pod manifests (Pods, Lists, Deployments, StatefulSets, Jobs, "
+                    "CronJobs) one after the other on a `kubectl get nodes,pods -A -o json` "
+                    "dump: kube-scheduler's own filters (node selector and affinity, taints, "
+                    "cordon and NotReady, CPU/memory/pods/extended resources, host ports), "
+                    "then the extender's choice, under one or more policies side by side. "
+                    "Exit 0 (done, even when pods wait), 1 (failure), 2 (usage).")
+    parser.add_argument("--cluster-file", metavar="FILE", required=True,
+                        help="a `kubectl get nodes,pods -A -o json` dump (JSON or YAML)")
+    parser.add_argument("--pods", metavar="PATH", required=True,
+                        help="pod manifests: a file or a directory (YAML/JSON)")
+    parser.add_argument("--config", metavar="FILE",
+                        help="the platform config to run: a platform config file, or the "
+                             "chart's Helm values file (its platform: and managedResources)")
+    parser.add_argument("--policy", metavar="NAME", action="append",
+                        help="scoring strategy; repeat it or separate with commas to compare "
+                             f"side by side (default: the config's); one of "
+                             f"{', '.join(strategy_names())}")
+    add_output_flag(parser, FORMATS, "table")
+    parser.add_argument("--output", metavar="FILE",
+                        help="write the result (in the -o format) to FILE instead of stdout")
+    parser.set_defaults(run=run_what_if)
 
-    trace_command.register(subparsers)
-    parser = subparsers.choices["simulate"]
-    replay_trace = parser.get_default("run")
 
-    def run(args: argparse.Namespace) -> int:
-        if args.cluster_file:
-            return run_what_if(args)
-        return int(replay_trace(args))
-
-    parser.set_defaults(run=run)
+def policies_of(values: list[str] | None, default: str) -> list[str]:
+    chosen = [p.strip() for v in (values or [default]) for p in v.split(",") if p.strip()]
+    return list(dict.fromkeys(chosen))
 
 
 def run_what_if(args: argparse.Namespace) -> int:
-    from extender.platform import load_platform
     from extender.sync.offline import load_cluster_file
+    from extender.whatif.inputs import load_whatif_config
     from extender.whatif.manifests import load_pod_manifests
-    from extender.whatif.replay import render, stderr_progress, what_if
+    from extender.whatif.render import document, render
+    from extender.whatif.replay import stderr_progress, what_if
 
-    clash = [f"--{name}" for name in TRACE_ONLY if getattr(args, name, None)]
-    if clash:
-        return _fail(f"--cluster-file replays pod manifests: drop {', '.join(clash)}")
-    if not args.pods:
-        return _fail("--cluster-file needs --pods: a pod manifest file or a directory of them")
     try:
-        platform = load_platform(getattr(args, "config", None))
+        config = load_whatif_config(args.config)
     except ConfigError as exc:
         print(exc, file=sys.stderr)
-        return 1
+        return EXIT_FAILURE
     names = strategy_names()
-    policies = [p.strip() for p in (args.policy or platform.config.scoring.strategy).split(",")
-                if p.strip()]
+    policies = policies_of(args.policy, config.platform.config.scoring.strategy)
     unknown = [p for p in policies if p not in names]
     if unknown or not policies:
-        return _fail(f"--policy {args.policy!r}: {', '.join(unknown) or 'empty'} is not a "
-                     f"registered strategy; accepted: {', '.join(names)}")
+        return fail(f"--policy {','.join(args.policy or [])!r}: "
+                    f"{', '.join(unknown) or 'empty'} is not a registered strategy; accepted: "
+                    f"{', '.join(names)}")
     try:
         objects = load_cluster_file(args.cluster_file)
         pods = load_pod_manifests(args.pods)
     except ExtenderError as exc:
-        return _fail(str(exc))
+        return fail(str(exc))
     if not objects.nodes:
-        return _fail(f"--cluster-file {args.cluster_file}: holds no Node (dump nodes and pods: "
-                     "`kubectl get nodes,pods -A -o json`)")
+        return fail(f"--cluster-file {args.cluster_file}: holds no Node (dump nodes and pods: "
+                    "`kubectl get nodes,pods -A -o json`)")
     print(f"replaying {len(pods)} pods on {len(objects.nodes)} nodes under "
-          f"{', '.join(policies)} ...", file=sys.stderr, flush=True)
+          f"{', '.join(policies)} with {config.source} ...", file=sys.stderr, flush=True)
     progress = stderr_progress() if len(pods) * len(policies) >= 200 else None
-    runs = what_if(platform, objects, pods, policies, progress=progress)
-    print(render(runs, source=f"{len(objects.nodes)} nodes of {args.cluster_file}"))
-    if args.output:
-        document = {"schema": 1, "clusterFile": str(args.cluster_file),
-                    "pods": str(args.pods), "policies": [r.to_json() for r in runs]}
-        try:
-            Path(args.output).write_bytes(orjson.dumps(document, option=orjson.OPT_INDENT_2))
-        except OSError as exc:
-            return _fail(f"cannot write {args.output}: {exc.strerror}")
-        print(f"  result written to {args.output}")
-    return 0
-
-
-def _fail(message: str) -> int:
-    print(f"error: {message}", file=sys.stderr)
-    return EXIT_INPUT
+    runs = what_if(config.platform, objects, pods, policies, progress=progress,
+                   ignored=config.ignored)
+    source = f"{len(objects.nodes)} nodes of {args.cluster_file}"
+    code = emit(document(runs, cluster_file=str(args.cluster_file), pods=str(args.pods)),
+                args.format, lambda: render(runs, source=source, width=terminal_width(),
+                                            wide=args.format == "wide"),
+                output=args.output)
+    return EXIT_OK if code == EXIT_OK else code

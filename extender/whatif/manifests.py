@@ -1,6 +1,7 @@
 """Pod manifests for a what-if replay, as users have them: YAML or JSON files (several YAML
 documents per file), ``kind: List`` (what ``kubectl get -o yaml`` prints), and workloads whose
-pod template is expanded into replicas (Deployment, ReplicaSet, StatefulSet, Job).
+pod template is expanded into replicas (Deployment, ReplicaSet, StatefulSet, Job, and a
+CronJob's Job template: one run of it).
 
 Everything is checked before the replay starts; a problem names the file, the document and the
 field, and every problem is reported at once (``ManifestError.problems``).
@@ -21,7 +22,8 @@ from extender.errors import ExtenderError
 
 SUFFIXES = (".yaml", ".yml", ".json")
 WORKLOADS = {"Deployment": "replicas", "ReplicaSet": "replicas", "StatefulSet": "replicas",
-             "Job": "parallelism"}
+             "Job": "parallelism", "CronJob": "parallelism"}
+KNOWN_KINDS = "Pod, List, Deployment, ReplicaSet, StatefulSet, Job or CronJob"
 MAX_REPLICAS = 100_000
 
 
@@ -39,6 +41,8 @@ class PodManifest:
     pod: dict[str, Any]
     source: str
     """``file#document`` (and ``[replica]``) it came from, for messages."""
+    owner: str = ""
+    """``Kind namespace/name`` of the workload it is a replica of ('' for a bare Pod)."""
 
 
 def manifest_files(path: str | Path) -> list[Path]:
@@ -58,10 +62,11 @@ def load_pod_manifests(path: str | Path, *, default_namespace: str = "default"
     """Every pod the manifests describe, in file order then document order."""
     problems: list[str] = []
     pods: list[PodManifest] = []
+    skipped: set[str] = set()
     for file in manifest_files(path):
         for index, document in _documents(file, problems):
             where = f"{file}#{index}"
-            _expand(document, where, default_namespace, pods, problems)
+            _expand(document, where, default_namespace, pods, problems=problems, skipped=skipped)
     seen: dict[tuple[str, str], str] = {}
     for manifest in pods:
         meta = manifest.pod["metadata"]
@@ -73,8 +78,9 @@ def load_pod_manifests(path: str | Path, *, default_namespace: str = "default"
     if problems:
         raise ManifestError(problems)
     if not pods:
-        raise ManifestError([f"{path}: no Pod, List or workload (Deployment, ReplicaSet, "
-                             "StatefulSet, Job) found"])
+        found = f" (found only: {', '.join(sorted(skipped))}, which the what-if does not " \
+            "expand)" if skipped else ""
+        raise ManifestError([f"{path}: no {KNOWN_KINDS} found{found}"])
     return pods
 
 
@@ -97,8 +103,8 @@ def _documents(file: Path, problems: list[str]) -> list[tuple[int, Any]]:
         return []
 
 
-def _expand(document: Any, where: str, namespace: str, out: list[PodManifest],
-            problems: list[str]) -> None:
+def _expand(document: Any, where: str, namespace: str, out: list[PodManifest], *,
+            problems: list[str], skipped: set[str]) -> None:
     if not isinstance(document, dict):
         problems.append(f"{where}: expected an object with a kind, got {type(document).__name__}")
         return
@@ -111,7 +117,8 @@ def _expand(document: Any, where: str, namespace: str, out: list[PodManifest],
         for i, item in enumerate(items):
             implied = {"kind": "Pod", **item} if isinstance(item, dict) and kind == "PodList" \
                 else item
-            _expand(implied, f"{where}.items[{i}]", namespace, out, problems)
+            _expand(implied, f"{where}.items[{i}]", namespace, out, problems=problems,
+                    skipped=skipped)
     elif kind == "Pod":
         pod = _checked_pod(document, where, namespace, problems)
         if pod is not None:
@@ -119,8 +126,9 @@ def _expand(document: Any, where: str, namespace: str, out: list[PodManifest],
     elif kind in WORKLOADS:
         _expand_workload(document, str(kind), where, namespace, out=out, problems=problems)
     elif kind is None:
-        problems.append(f"{where}: kind: required (Pod, List, Deployment, ReplicaSet, "
-                        "StatefulSet or Job)")
+        problems.append(f"{where}: kind: required ({KNOWN_KINDS})")
+    else:
+        skipped.add(str(kind))
     # any other kind (Service, ConfigMap...) asks for no GPU: skipped, as kubectl apply -f
     # of a directory would create it beside the pods
 
@@ -130,18 +138,22 @@ def _expand_workload(document: dict[str, Any], kind: str, where: str, namespace:
     meta = document.get("metadata") or {}
     name = meta.get("name")
     spec = document.get("spec") or {}
+    if kind == "CronJob":  # one run: the Job template's pods
+        spec = (spec.get("jobTemplate") or {}).get("spec") or {}
     field = WORKLOADS[kind]
     count = spec.get(field, 1)
     if not isinstance(name, str) or not name:
         problems.append(f"{where}: metadata.name: required")
         return
     if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_REPLICAS:
-        problems.append(f"{where}: spec.{field}: must be an integer 0..{MAX_REPLICAS}, got "
-                        f"{count!r}")
+        prefix = "spec.jobTemplate.spec" if kind == "CronJob" else "spec"
+        problems.append(f"{where}: {prefix}.{field}: must be an integer 0..{MAX_REPLICAS}, "
+                        f"got {count!r}")
         return
     template = spec.get("template")
     if not isinstance(template, dict) or not isinstance(template.get("spec"), dict):
-        problems.append(f"{where}: spec.template.spec: required (the pod template)")
+        prefix = "spec.jobTemplate.spec" if kind == "CronJob" else "spec"
+        problems.append(f"{where}: {prefix}.template.spec: required (the pod template)")
         return
     ns = meta.get("namespace") or namespace
     suffix = hashlib.sha256(f"{ns}/{name}".encode()).hexdigest()[:5]
@@ -156,7 +168,7 @@ def _expand_workload(document: dict[str, Any], kind: str, where: str, namespace:
         checked = _checked_pod(pod, f"{where}[{i}]", namespace, problems)
         if checked is None:
             return  # the template is wrong: once is enough
-        out.append(PodManifest(checked, f"{where}[{i}]"))
+        out.append(PodManifest(checked, f"{where}[{i}]", owner=f"{kind} {ns}/{name}"))
 
 
 def _checked_pod(pod: dict[str, Any], where: str, namespace: str, problems: list[str]

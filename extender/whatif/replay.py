@@ -1,49 +1,68 @@
 """What-if on a user's cluster: replay pod manifests against a ``kubectl get nodes,pods -A -o
-json`` dump through the service itself (``ExtenderService`` offline: the same decode,
-inventory, filter, prioritize and bind kube-scheduler would call), once per policy.
+json`` dump as kube-scheduler with the extender would place them, once per policy.
 
-Each pod goes the way kube-scheduler drives the extender: ``filter`` on every node,
-``prioritize`` on the feasible ones, the best priority wins (ties: the node the extender holds
-for the pod, i.e. its own first choice), ``bind``. A pod no node takes waits, with the reasons
-filter gave, grouped. Pods are placed one after the other, in manifest order, each seeing the
-GPUs the previous ones took; the dump's bound pods hold what they hold.
+Each pod goes the way kube-scheduler drives the extender: its in-tree filters first
+(``kube.filters``: node selector and affinity, taints, cordon and NotReady, resources, host
+ports), then the extender on the nodes they pass (``scheduling.verdict.judge_pod`` ->
+``Scheduler.judge``: the service's own decode, inventory, fit and strategy, on one snapshot),
+and the pod is bound where ``place`` puts it (``Scheduler.commit``: the hold prioritize would
+take and the bind that keeps it). With the default strategy the extender's first choice is the
+only node with the top priority (10), which kube-scheduler's weight-100 extender score makes
+its choice too; strategies whose scores tie on the wire leave kube-scheduler's own score
+plugins to decide, which the what-if does not model (docs/what-if.md).
+
+Pods are placed one after the other, in manifest order, each seeing the GPUs, CPU and ports
+the previous ones took; the dump's bound pods hold what they hold. A pod no node takes waits,
+with the reasons grouped ("3 nodes: node affinity/selector; 1 node: not enough free GPUs").
 """
 
 from __future__ import annotations
 
 import sys
-import textwrap
 import time
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from extender.core.assign import taken_fraction
+from extender.kube.filters.nodes import KubeNodes
+from extender.kube.filters.reasons import ReasonGroup
+from extender.model import GpuRequest
 from extender.platform import Platform
+from extender.scheduling.verdict import ignored_resources, judge_pod
 from extender.sync.offline import ClusterObjects
 from extender.whatif.manifests import PodManifest
 
-WIDTH = 100
+if TYPE_CHECKING:
+    from extender.server.service import ExtenderService
 
 
 @dataclass(frozen=True)
 class Outcome:
     pod: str
     request: str
+    owner: str = ""
     node: str = ""
     gpus: tuple[int, ...] = ()
     type_id: str = ""
     gpu_equivalents: float = 0.0
     cost_per_hour: float = 0.0
     waits: str = ""
-    """Why no node took it: the filter's reasons, grouped, most nodes first."""
+    """Why no node took it: the reasons, grouped, most nodes first."""
+    reasons: tuple[ReasonGroup, ...] = ()
+    why: str = ""
+    """Why this node (against the runner-up), when placed."""
+    runner_up: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {"pod": self.pod, "request": self.request, "node": self.node or None,
-                "gpus": list(self.gpus), "type": self.type_id or None,
+        return {"pod": self.pod, "owner": self.owner or None, "request": self.request,
+                "node": self.node or None, "gpus": list(self.gpus),
+                "type": self.type_id or None,
                 "gpuEquivalents": round(self.gpu_equivalents, 4),
-                "costPerHour": round(self.cost_per_hour, 4), "waits": self.waits or None}
+                "costPerHour": round(self.cost_per_hour, 4), "why": self.why or None,
+                "runnerUp": self.runner_up or None, "waits": self.waits or None,
+                "reasons": [{"nodes": len(g.nodes), "rule": g.rule, "message": g.message}
+                            for g in self.reasons]}
 
 
 @dataclass
@@ -83,25 +102,29 @@ def with_policy(platform: Platform, policy: str) -> Platform:
 
 
 def what_if(platform: Platform, objects: ClusterObjects, pods: Sequence[PodManifest],
-            policies: Sequence[str], *, progress: Progress | None = None) -> list[PolicyRun]:
-    return [_replay(with_policy(platform, policy), policy, objects, pods, progress)
-            for policy in policies]
+            policies: Sequence[str], *, progress: Progress | None = None,
+            ignored: frozenset[str] | None = None) -> list[PolicyRun]:
+    """``ignored``: the extended resources kube-scheduler ignores (default: the shipped
+    scheduler configs' ``ignoredByScheduler``)."""
+    return [_replay(with_policy(platform, policy), policy, objects, pods, progress=progress,
+                    ignored=ignored) for policy in policies]
 
 
 def _replay(platform: Platform, policy: str, objects: ClusterObjects,
-            pods: Sequence[PodManifest], progress: Progress | None) -> PolicyRun:
+            pods: Sequence[PodManifest], *, progress: Progress | None,
+            ignored: frozenset[str] | None) -> PolicyRun:
     from extender.server.service import ExtenderService
 
     began = time.monotonic()
     service = ExtenderService.from_cluster_objects(platform, objects)
     service.start()
+    kube = KubeNodes.of(objects.nodes, objects.pods,
+                        ignored=ignored_resources() if ignored is None else ignored)
     snapshot = service.inventory.snapshot()
-    names = [n for n, ok in zip(snapshot.node_names, snapshot.node_valid.tolist(), strict=True)
-             if ok]
     run = PolicyRun(policy, gpus=int((snapshot.node_valid[:, None] & snapshot.present).sum()),
                     allocated_before=_allocated(service))
     for i, manifest in enumerate(pods):
-        run.outcomes.append(_place(service, manifest.pod, names))
+        run.outcomes.append(place_one(service, kube, manifest))
         if progress is not None:
             progress(policy, i + 1, len(pods))
     run.allocated_after = _allocated(service)
@@ -109,67 +132,58 @@ def _replay(platform: Platform, policy: str, objects: ClusterObjects,
     return run
 
 
-def _place(service: Any, pod: dict[str, Any], names: list[str]) -> Outcome:
+def place_one(service: ExtenderService, kube: KubeNodes, manifest: PodManifest) -> Outcome:
+    """Judge one pod (kube-scheduler's filters, then the extender) and bind it where the
+    extender would; the inventory and ``kube`` then count it."""
+    pod = manifest.pod
     meta = pod["metadata"]
     key = f"{meta['namespace']}/{meta['name']}"
-    decoded = service.scheduler.cycles.detached(pod).pod  # leaves no trace
-    request = _describe(service, decoded.request)
+    scheduler = service.scheduler
+    verdict = judge_pod(scheduler, kube, pod)
+    decoded = verdict.judgement.explanation.cycle.pod
+    base = Outcome(key, describe_request(service.platform, decoded.request), manifest.owner)
     if decoded.error:
-        return Outcome(key, "invalid", waits=decoded.error)
+        return replace(base, request="invalid", waits=decoded.error)
     if decoded.placement is None:
-        return Outcome(key, request, waits="asks for no GPU: not the extender's to place")
-    answer = service.verbs.filter({"Pod": pod, "Nodes": None, "NodeNames": names}).document()
-    feasible = answer.get("NodeNames") or []
-    if answer.get("Error"):
-        return Outcome(key, request, waits=str(answer["Error"]))
-    if not feasible:
-        return Outcome(key, request, waits=_grouped_reasons(answer))
-    scores = {p["Host"]: int(p["Score"]) for p in service.verbs.prioritize(
-        {"Pod": pod, "Nodes": None, "NodeNames": feasible}).document()}
-    best_score = max((scores.get(n, 0) for n in feasible), default=0)
-    best = [n for n in feasible if scores.get(n, 0) == best_score]
-    held = service.inventory.holding(meta["uid"])
-    node = held.node if held is not None and held.node in best else sorted(best)[0]
-    result = service.verbs.bind({"PodName": meta["name"], "PodNamespace": meta["namespace"],
-                                 "PodUID": meta["uid"], "Node": node}).document()
-    if result["Error"]:
-        return Outcome(key, request, waits=f"bind to {node} refused: {result['Error']}")
-    holding = service.inventory.holding(meta["uid"])
-    assignment = holding.assignment if holding is not None else None
-    if assignment is None:
-        return Outcome(key, request, node=node)
+        if not verdict.kube.feasible:  # kube-scheduler's filters alone keep it waiting
+            return replace(base, waits=verdict.waits(), reasons=tuple(verdict.reasons))
+        passing = len(verdict.kube.feasible)
+        return replace(base, waits=f"asks for no GPU: kube-scheduler places it alone "
+                                   f"({passing} node{'s' if passing != 1 else ''} pass its "
+                                   "filters)")
+    placement = verdict.judgement.placement
+    if placement is None:
+        return replace(base, waits=verdict.waits(), reasons=tuple(verdict.reasons))
+    node = placement.assignment.node
+    bound = scheduler.commit(pod, verdict.judgement)
+    if bound.error:
+        return replace(base, waits=f"bind to {node} refused: {bound.error}")
+    kube.bound(pod, node)
+    assignment = placement.assignment
     snapshot = service.inventory.snapshot()
-    row = snapshot.node_index[node]
-    share = taken_fraction(snapshot, row, assignment.grants)
+    share = taken_fraction(snapshot, snapshot.node_index[node], assignment.grants)
     catalog = snapshot.catalog
     price = float(catalog.price[catalog.index_of(assignment.type_id)]) \
         if assignment.type_id in {t.id for t in catalog.types} else 0.0
-    return Outcome(key, request, node=node, gpus=assignment.gpu_indices,
-                   type_id=assignment.type_id, gpu_equivalents=share,
-                   cost_per_hour=share * price)
+    explained = scheduler.announcer.records.get(meta["uid"])
+    return replace(base, node=node, gpus=assignment.gpu_indices, type_id=assignment.type_id,
+                   gpu_equivalents=share, cost_per_hour=share * price,
+                   why=explained.reason() if explained is not None else "",
+                   runner_up=explained.runner_up.node if explained is not None
+                   and explained.runner_up is not None else "")
 
 
-def _describe(service: Any, request: Any) -> str:
+def describe_request(platform: Platform, request: GpuRequest | None) -> str:
     if request is None:
         return "no GPU"
     text = str(request.describe())
     if request.types is not None and request.type_source:  # named by the pod
-        catalog = service.platform.catalog
+        catalog = platform.catalog
         text += " " + "|".join(sorted(catalog.id_of(t) for t in request.types))
     return text
 
 
-def _grouped_reasons(answer: dict[str, Any]) -> str:
-    counts: Counter[str] = Counter()
-    for field_name in ("FailedNodes", "FailedAndUnresolvableNodes"):
-        for message in (answer.get(field_name) or {}).values():
-            counts[str(message)] += 1
-    if not counts:
-        return "no node in the cluster file"
-    return "; ".join(f"{n} node{'s' if n > 1 else ''}: {m}" for m, n in counts.most_common())
-
-
-def _allocated(service: Any) -> float:
+def _allocated(service: ExtenderService) -> float:
     snapshot = service.inventory.snapshot()
     total = 0.0
     for holding in service.inventory.holdings():
@@ -177,54 +191,6 @@ def _allocated(service: Any) -> float:
         if row is not None and holding.assignment is not None:
             total += taken_fraction(snapshot, row, holding.assignment.grants)
     return total
-
-
-# -- text ----------------------------------------------------------------------------------
-
-def render(runs: Sequence[PolicyRun], *, source: str = "") -> str:
-    if not runs:
-        return ""
-    policies = [r.policy for r in runs]
-    first = runs[0]
-    pod_w, req_w = 24, 20
-    col_w = max(16, (WIDTH - pod_w - req_w - 2) // len(runs) - 1)
-    lines = [_cut(f"what-if: {len(first.outcomes)} pods on {source or 'the cluster file'}; "
-                  f"{first.gpus} GPUs, {first.allocated_before:.2f} GPU-equivalents held "
-                  "before", WIDTH), ""]
-    lines.append(f"{'POD':<{pod_w}} {'REQUEST':<{req_w}} "
-                 + " ".join(f"{p:<{col_w}}" for p in policies).rstrip())
-    for i, outcome in enumerate(first.outcomes):
-        cells = [_cell(run.outcomes[i], col_w) for run in runs]
-        lines.append(f"{_cut(outcome.pod, pod_w):<{pod_w}} {_cut(outcome.request, req_w):<{req_w}} "
-                     + " ".join(f"{c:<{col_w}}" for c in cells).rstrip())
-    lines.append("")
-    lines.append(f"{'POLICY':<22} {'PLACED':>6} {'WAITING':>7} {'GPU-EQ HELD (BEFORE->AFTER)':>28} "
-                 f"{'$/H OF PLACED PODS':>19}")
-    for run in runs:
-        held = f"{run.allocated_before:.2f} -> {run.allocated_after:.2f} of {run.gpus}"
-        lines.append(f"{_cut(run.policy, 22):<22} {run.placed:>6} "
-                     f"{len(run.outcomes) - run.placed:>7} {held:>28} {run.cost_per_hour:>19.2f}")
-    waiting = [(run.policy, o) for run in runs for o in run.outcomes if not o.node]
-    if waiting:
-        lines.append("")
-        lines.append("waiting:")
-        for policy, outcome in waiting:
-            label = f"  {outcome.pod}" + (f" ({policy})" if len(runs) > 1 else "") + ": "
-            lines += textwrap.wrap(label + outcome.waits, WIDTH, subsequent_indent="      ",
-                                   break_on_hyphens=False)
-    return "\n".join(lines)
-
-
-def _cell(outcome: Outcome, width: int) -> str:
-    if not outcome.node:
-        return "waits"
-    gpus = ",".join(map(str, outcome.gpus))
-    text = f"{outcome.node}[{gpus}]" if gpus else outcome.node
-    return _cut(text, width)
-
-
-def _cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def stderr_progress(stream: TextIO | None = None, every_seconds: float = 1.0) -> Progress:

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from extender.core.scoring.cost_fragmentation import CLAIM_FLOOR, HASH
+from extender.core.scoring.cost_fragmentation import CLAIM_FLOOR
 from extender.core.workload import Shape, gpu_equivalents
 from extender.inventory import ClusterSnapshot
 from extender.model import GpuRequest, RequestKind
@@ -119,7 +120,7 @@ def default_keys(ref: NaiveReference, snapshot: ClusterSnapshot, req: GpuRequest
             mean = sum(prices) / len(prices) if prices else 1.0
             loss *= (catalog.price[taken_type] / max(mean, 1e-9)) ** weights["costWeight"]
         idle = 0 if any(g.pods > 0 for g in node.gpus) else 1
-        priority = ((row + salt) * HASH) & 0xFFFFFFFF
+        priority = zlib.crc32(snapshot.node_names[row].encode(), salt)  # the node's name
         typed = req.types or ()
         names_prices = weights["typedCost"] > 0 and len(typed) > 1 and \
             not (req.kind is RequestKind.WHOLE and req.count == 0) and \

@@ -1,6 +1,6 @@
 """What-if against the live thing: the demo fleet is created in a real cluster, dumped as
 `kubectl get nodes,pods -A -o json` would, and the example manifests are (1) scheduled by the
-real kube-scheduler + gpu-extender and (2) replayed by `gpu-extender simulate --cluster-file`
+real kube-scheduler + gpu-extender and (2) replayed by `gpu-extender what-if --cluster-file`
 on the dump. Same node, same GPUs, same pods waiting."""
 
 from __future__ import annotations
@@ -56,8 +56,8 @@ def test_what_if_on_the_dump_places_the_examples_as_the_live_cluster_did(
             live[name] = (node, list(assigned_gpus(api, name).gpu_indices)) if node else None
     out = tmp_path / "whatif.json"
     result = subprocess.run(
-        [sys.executable, "-m", "extender", "simulate", "--cluster-file", str(dump),
-         "--pods", str(EXAMPLES), "--output", str(out)],
+        [sys.executable, "-m", "extender", "what-if", "--cluster-file", str(dump),
+         "--pods", str(EXAMPLES), "-o", "json", "--output", str(out)],
         check=False, cwd=REPO_ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     print(result.stdout)

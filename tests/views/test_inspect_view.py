@@ -50,17 +50,38 @@ def inspect(tmp_path: Path, document: dict[str, Any], *args: str,
 def test_the_table_matches_its_golden_text_whatever_the_input_order(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     document = dump_with_holdings()
-    code, text, _ = inspect(tmp_path, document, capsys=capsys)
+    code, text, _ = inspect(tmp_path, document, "-d", capsys=capsys)
     assert code == 0
     assert_golden("inspect.txt", text)
     nodes = [i for i in document["items"] if i["kind"] == "Node"]
     random.Random(7).shuffle(nodes)
     document["items"] = nodes + [i for i in document["items"] if i["kind"] != "Node"]
-    assert inspect(tmp_path, document, capsys=capsys)[1] == text
+    assert inspect(tmp_path, document, "-d", capsys=capsys)[1] == text
+
+
+def test_the_default_is_one_row_per_node_with_its_status(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One row per node: a cordoned node says SchedulingDisabled, a NotReady one NotReady
+    (kubectl's STATUS column)."""
+    document = dump_with_holdings()
+    for item in document["items"]:
+        name = item["metadata"]["name"]
+        if name == "gpu-t4-1":
+            item["spec"]["unschedulable"] = True
+        if name == "gpu-l4-0":
+            item["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+    code, text, _ = inspect(tmp_path, document, capsys=capsys)
+    assert code == 0
+    assert_golden("inspect-summary.txt", text)
+    code, text, _ = inspect(tmp_path, document, "--type", "t4", "-l", "nvidia.com/gpu.count=4",
+                            capsys=capsys)
+    assert [line.split()[0] for line in text.splitlines()[1:]] == ["gpu-t4-0", "gpu-t4-1"]
+    code, _, err = inspect(tmp_path, document, "-l", "=x", capsys=capsys)
+    assert code == 2 and "has no key" in err
 
 
 def test_one_node_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, text, _ = inspect(tmp_path, dump_with_holdings(), "--node", "gpu-a100-mig-0",
+    code, text, _ = inspect(tmp_path, dump_with_holdings(), "--node", "gpu-a100-mig-0", "-d",
                             capsys=capsys)
     assert code == 0
     assert_golden("inspect-mig-node.txt", text)
@@ -89,7 +110,8 @@ def test_kubectl_plugin_runs_inspect(tmp_path: Path, capsys: pytest.CaptureFixtu
 
     path = tmp_path / "cluster.json"
     path.write_bytes(orjson.dumps(dump_with_holdings()))
-    assert kubectl_main(["inspect", "--cluster-file", str(path), "--node", "gpu-t4-0"]) == 0
+    assert kubectl_main(["inspect", "--cluster-file", str(path), "--node", "gpu-t4-0",
+                         "-d"]) == 0
     assert "ml/trainer-0" in capsys.readouterr().out
     assert kubectl_main(["nonsense"]) == 2
 
@@ -98,9 +120,9 @@ def test_url_source_reads_a_running_extender_the_same_way(
         server: tuple[int, object, Path], tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
     port = server[0]
-    assert main(["inspect", "--url", f"http://127.0.0.1:{port}"]) == 0
+    assert main(["inspect", "--url", f"http://127.0.0.1:{port}", "-d"]) == 0
     from_url = capsys.readouterr().out
-    assert main(["inspect", "--cluster-file", str(DATA / "cluster.json")]) == 0
+    assert main(["inspect", "--cluster-file", str(DATA / "cluster.json"), "-d"]) == 0
     assert capsys.readouterr().out == from_url
     assert main(["inspect", "--url", f"http://127.0.0.1:{port}", "--node", "nope"]) == 1
     assert "404 node 'nope' is not in the inventory" in capsys.readouterr().err

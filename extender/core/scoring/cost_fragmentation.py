@@ -14,14 +14,18 @@ Details: for each fitting node ``n`` (for a one-GPU share: each GPU of ``n`` it 
               0 if n holds a GPU pod else 1,  consolidate: open an idle node only if better
               p_t  if the pod itself names types of different prices; else, with
                    ``idlePrice: 1`` (default), p_t on an idle node and 0 on a used one,
-              priority(n) )               a fixed pseudo-random node order (salted hash)
+              priority(n) )               a fixed pseudo-random node order (salted hash of
+                                          the node's name)
 
 with ``elasticNodes: 1`` the idle bit moves ahead of the bucket (an autoscaled pool: a used
 node costs nothing more, so no idle node opens while a used one fits).
 
 compared lexicographically; the best key scores ``MAX_SCORE``, the next ``MAX_SCORE - 10``...
 (floored at 0), so after the wire's rescale to 0..10 the top node alone gets 10. Keys never
-tie (the priority is unique), so the result does not depend on how the caller breaks ties. A
+tie (the priority is a 32-bit hash of the node's name: a collision is rare, and ``place`` then
+takes the name that sorts first), so the result does not depend on how the caller breaks
+ties, on the order kube-scheduler lists the nodes in, nor on the order the inventory learned
+them (a what-if from a dump agrees with a long-running extender). A
 share takes the GPU with the smallest ``ceil(dF / 0.04)``, then the least free thousandths.
 
 Fragmentation is the lever, cost the tie-breaker, both in GPUs: every term of ``loss`` is
@@ -54,9 +58,11 @@ full tables are in benchmarks/README.md; FGD 4.87 % on the default trace):
   the node's type) is small, ``p_m`` per shape.
 - Consolidation on a fixed order: FGD works through ties going to the first node of a seeded
   order (10.4 % with random ties). Kube-scheduler breaks ties at random, so the order is part
-  of the key here: used nodes first, then a salted hash of the row. Packing by fullness (best
-  fit: 7.3 %, relative fullness: 5.8 %) and type-structured orders (by CPU per GPU, cheapest
-  or dearest idle node first: 6.1-9.4 %) were all worse than a pseudo-random order.
+  of the key here: used nodes first, then a salted hash of the node's name (until December
+  2026 of its row, which made the order depend on when the inventory learned the node).
+  Packing by fullness (best fit: 7.3 %, relative fullness: 5.8 %) and type-structured orders
+  (by CPU per GPU, cheapest or dearest idle node first: 6.1-9.4 %) were all worse than a
+  pseudo-random order.
 - Cost ahead of the node order costs allocation on openb: cheapest type first 7.8 %; cost as
   the tie-break after dF and consolidation 6.1 %; ``costWeight: 1`` 4.48 % (and failures
   from 90 % arrived instead of 95 %), hence the default 0.
@@ -71,6 +77,7 @@ full tables are in benchmarks/README.md; FGD 4.87 % on the default trace):
 from __future__ import annotations
 
 import math
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
@@ -96,8 +103,6 @@ CLAIM_FLOOR = 0.5
 """Typed demand below half of a type's share of the free GPUs claims none of it."""
 IDLE_PRICE = 1.0
 """Default of ``weights.idlePrice`` (the measurements: last bullet of the module docstring)."""
-HASH = 2654435761
-"""Knuth's multiplicative hash constant: spreads consecutive rows over the order."""
 
 LOSS, IDLE, PRICE, ORDER = "loss", "idle node", "price", "node order"
 """The names of the key's terms (``keys``, ``explain``)."""
@@ -297,7 +302,7 @@ class CostFragmentation:
         if self.cost_weight:
             loss = loss * self._price_ratio(snapshot, rows, choice) ** self.cost_weight
         idle = (~row_any(snapshot.pods[rows] > 0)).astype(np.int64)
-        priority = ((rows + self.salt) * HASH) & 0xFFFFFFFF
+        priority = self._node_order(snapshot, rows)
         return Terms(rows, choice, taken, loss, idle, priority, delta, stranded, claim, before)
 
     def _share(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult
@@ -333,6 +338,21 @@ class CostFragmentation:
         taken[owners] = req.request.milli / MILLI if req.kind is RequestKind.FRACTION else \
             req.request.vram_mib / total[first]
         return rows, delta, choice, taken, before / MILLI
+
+    def _node_order(self, snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64]
+                    ) -> npt.NDArray[np.int64]:
+        """The salted CRC-32 of each row's node name (kept per row in the snapshot's cache:
+        a row's name only changes with its version)."""
+        salt = self.salt
+
+        def compute(snap: ClusterSnapshot, changed: npt.NDArray[np.int64]
+                    ) -> tuple[npt.NDArray[np.int64]]:
+            names = snap.node_names
+            return (np.fromiter((zlib.crc32(names[r].encode(), salt) for r in changed.tolist()),
+                                dtype=np.int64, count=len(changed)),)
+
+        (order,) = snapshot.cache.derive(("node-order", salt), snapshot, compute, rows)
+        return order
 
     def _stranded(self, snapshot: ClusterSnapshot, req: PlacementRequest,
                   rows: npt.NDArray[np.int64], taken: npt.NDArray[np.float64]

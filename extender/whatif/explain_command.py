@@ -1,0 +1,86 @@
+"""``gpu-extender explain NAMESPACE/POD`` (and ``kubectl gpu explain``): argument checks, the
+source (the cluster through kubeconfig, a dump, or a running extender), then the summary.
+Exit codes as in ``extender.cliflags``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+from extender.cliflags import (
+    EXIT_FAILURE,
+    add_kube_flags,
+    add_output_flag,
+    emit,
+    fail,
+)
+from extender.errors import ConfigError, ExtenderError
+
+if TYPE_CHECKING:
+    from extender.sync.offline import ClusterObjects
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "explain", help="where a pod is, or why it waits, with the runner-up and the terms",
+        description="Judge one pod as kube-scheduler with the extender would: its filters "
+                    "(node selector and affinity, taints, cordon and NotReady, resources, "
+                    "host ports), then the extender's choice against the runner-up, term by "
+                    "term. Reads the cluster (kubeconfig; read-only), a dump "
+                    "(--cluster-file), or a running extender's /debug/explain (--url). "
+                    "Exit 0 (explained), 1 (failure: no such pod, no cluster), 2 (usage).")
+    parser.add_argument("pod", metavar="NAMESPACE/POD")
+    source = parser.add_argument_group("source (default: the cluster of the kubeconfig)")
+    add_kube_flags(source)
+    source.add_argument("--url", help="a running extender, e.g. http://127.0.0.1:8888 "
+                                      "(needs its debug endpoints)")
+    source.add_argument("--cluster-file", metavar="FILE",
+                        help="a `kubectl get nodes,pods -A -o json` dump")
+    parser.add_argument("--config", metavar="FILE",
+                        help="platform config (or the chart's values file) to judge with; "
+                             "not used with --url")
+    add_output_flag(parser, ("text", "json", "yaml"), "text")
+    parser.set_defaults(run=run_explain)
+
+
+def run_explain(args: argparse.Namespace) -> int:
+    from extender.whatif.explain import local_report, remote_report, render_report
+    from extender.whatif.inputs import load_whatif_config
+
+    namespace, _, name = str(args.pod).partition("/")
+    if not namespace or not name or "/" in name:
+        return fail(f"{args.pod!r}: expected NAMESPACE/POD (e.g. ml/train-0)")
+    chosen = [f for f, v in (("--url", args.url), ("--cluster-file", args.cluster_file),
+                              ("--kubeconfig", args.kubeconfig)) if v]
+    if len(chosen) > 1:
+        return fail(f"{' and '.join(chosen)}: choose one source")
+    if args.url and args.config:
+        return fail("--config judges locally; --url asks the extender, which runs its own")
+    try:
+        if args.url:
+            doc = remote_report(args.url, namespace, name)
+        else:
+            config = load_whatif_config(args.config)
+            cluster, source = _cluster(args)
+            doc = local_report(config, cluster, namespace, name, source=source)
+    except ConfigError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_FAILURE
+    except ExtenderError as exc:
+        return fail(str(exc), EXIT_FAILURE)
+    return emit(doc, args.format, lambda: render_report(doc))
+
+
+def _cluster(args: argparse.Namespace) -> tuple[ClusterObjects, str]:
+    from extender.sync.offline import ClusterObjects, load_cluster_file
+
+    if args.cluster_file:
+        return load_cluster_file(args.cluster_file), f"the dump {args.cluster_file}"
+    from extender.apiserver.client import ApiServerClient, load_configuration
+
+    api = ApiServerClient.from_configuration(load_configuration(args.kubeconfig, args.context))
+    nodes, pods = api.list_objects("nodes").items, api.list_objects("pods").items
+    where = f"context {args.context}" if args.context else "the kubeconfig's cluster"
+    return ClusterObjects(list(nodes), list(pods)), where
+
