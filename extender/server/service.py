@@ -24,8 +24,8 @@ from extender.server.preempt_verb import PreemptVerb
 from extender.server.verbs import SchedulingVerbs
 from extender.sync.apply import InventoryApplier
 from extender.sync.cluster import ClusterSync
-from extender.sync.node_capacity import CapacityPublisher
 from extender.sync.dra import DraState
+from extender.sync.node_capacity import CapacityPublisher
 from extender.sync.node_warnings import NodeWarnings
 from extender.sync.offline import ClusterObjects, OfflineCluster
 

@@ -42,9 +42,9 @@ from extender.kube import objects
 from extender.kube.shape import check_node
 from extender.model import Assignment, GpuRequest, NodeInfo, PodInfo
 from extender.platform import Platform
+from extender.sync.dra import DraApplier, DraState
 from extender.sync.pod_facts import PodFacts
 from extender.sync.trust import Claims, claims_of, invalid_request, mismatch, same_amounts
-from extender.sync.dra import DraApplier, DraState
 
 _log = logging.getLogger(__name__)
 
