@@ -203,10 +203,10 @@ def _dra_families(snapshot: ClusterSnapshot,
     total = np.bincount(types, minlength=len(catalog) + 1)
     held = np.bincount(types, weights=snapshot.pods[on_dra] > 0, minlength=len(catalog) + 1)
     gpus = GaugeMetricFamily(f"{PREFIX}_dra_gpus", "GPUs of DRA-managed nodes, by type.",
-                             labels=["device_type"])
+                             labels=[TYPE_LABEL])
     allocated = GaugeMetricFamily(f"{PREFIX}_dra_gpus_allocated",
                                   "GPUs of DRA-managed nodes an allocated claim holds (part "
-                                  "of), by type.", labels=["device_type"])
+                                  "of), by type.", labels=[TYPE_LABEL])
     for t in np.flatnonzero(total).tolist():
         gpus.add_metric([catalog.id_of(t)], float(total[t]))
         allocated.add_metric([catalog.id_of(t)], float(held[t]))

@@ -209,7 +209,7 @@ def test_the_debug_inventory_inspect_and_metrics_show_dra_devices_and_claims(
     registry.register(InventoryCollector(inventory, dict))
     exposition = generate_latest(registry).decode()
     assert "gpu_extender_dra_nodes 1.0" in exposition
-    assert 'gpu_extender_dra_gpus_allocated{device_type="a100-80gb"} 1.0' in exposition
+    assert 'gpu_extender_dra_gpus_allocated{modelName="a100-80gb"} 1.0' in exposition
 
 
 def test_re_merging_a_node_says_each_dra_problem_once(platform: Platform) -> None:
