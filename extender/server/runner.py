@@ -8,9 +8,11 @@ created there; the master only validated the configuration.
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
+from extender.runtime.certificates import CertificateExpiry
 from extender.runtime.command import DEFAULT_HEAD_TIMEOUT_S
 from extender.runtime.gunicorn import GunicornApp
 from extender.server.app import create_app
@@ -24,8 +26,10 @@ class ExtenderWorker:
 
     def __init__(self, build: Callable[[], ExtenderService], *, debug_endpoints: bool,
                  monitoring: tuple[str, int] | None, limits: RequestLimits,
-                 head_timeout_s: float) -> None:
+                 head_timeout_s: float, certificates: Sequence[Path] = ()) -> None:
+        """``certificates``: the serving certificates whose expiry the metrics export."""
         self._build = build
+        self._certificates = tuple(certificates)
         self._debug_endpoints = debug_endpoints
         self._monitoring_address = monitoring
         self._limits = limits
@@ -35,6 +39,8 @@ class ExtenderWorker:
 
     def load(self) -> Any:
         service = self._build()
+        if self._certificates:
+            service.metrics.registry.register(CertificateExpiry(self._certificates))
         service.when_synced(freeze_heap)  # this process is the service's alone
         if self._monitoring_address is not None:
             # bound before any watch starts: a taken port fails the worker's boot cleanly
@@ -67,8 +73,10 @@ def freeze_heap() -> None:
 def run(settings: dict[str, Any], build: Callable[[], ExtenderService], *,
         debug_endpoints: bool = True, monitoring: tuple[str, int] | None = None,
         limits: RequestLimits = DEFAULT_LIMITS,
-        head_timeout_s: float = DEFAULT_HEAD_TIMEOUT_S) -> None:
+        head_timeout_s: float = DEFAULT_HEAD_TIMEOUT_S,
+        certificates: Sequence[Path] = ()) -> None:
     """Serve until gunicorn is told to stop (SIGTERM/SIGINT); exits the process."""
     worker = ExtenderWorker(build, debug_endpoints=debug_endpoints, monitoring=monitoring,
-                            limits=limits, head_timeout_s=head_timeout_s)
+                            limits=limits, head_timeout_s=head_timeout_s,
+                            certificates=certificates)
     GunicornApp(settings, worker.load, stop=worker.stop, head_timeout_s=head_timeout_s).run()

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from extender.errors import ConfigError
+from extender.runtime.certificates import warn_if_expiring
 from extender.runtime.command import (
     EXIT_OK,
     EXIT_USAGE,
@@ -102,6 +103,7 @@ def run_serve(args: argparse.Namespace) -> int:
         tls = tls_files(args)
         if tls is not None:
             tls.check()
+            warn_if_expiring([tls.cert_file])
         monitoring = (parse_address(args.monitoring_address)
                       if args.monitoring_address else None)
         if monitoring is not None:
@@ -115,7 +117,8 @@ def run_serve(args: argparse.Namespace) -> int:
                monitoring=monitoring,
                limits=RequestLimits(max_body_bytes=args.max_body_bytes,
                                     body_read_timeout_s=args.body_read_timeout),
-               head_timeout_s=args.head_timeout)
+               head_timeout_s=args.head_timeout,
+               certificates=(tls.cert_file,) if tls is not None else ())
     return EXIT_OK
 
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
+from pathlib import Path
 
 import orjson
 from flask import Flask, Response, request
@@ -36,14 +37,16 @@ def _json(document: object, status: int = 200) -> Response:
 
 def create_app(platform: Platform,
                trusted_users: Collection[str] = DEFAULT_TRUSTED_USERS, *,
-               dra_mapped: frozenset[str] = frozenset(), first_available: bool = False) -> Flask:
+               dra_mapped: frozenset[str] = frozenset(), first_available: bool = False,
+               certificates: Sequence[Path] = ()) -> Flask:
     """``trusted_users``: who may write the GPU annotations (``trust.py``); ``dra_mapped``,
-    ``first_available``: the DRA checks (docs/dra.md)."""
+    ``first_available``: the DRA checks (docs/dra.md); ``certificates``: the serving
+    certificates whose expiry /metrics exports."""
     app = Flask("gpu-extender-webhook")
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
     admission = PodAdmission(platform, trusted_users, dra_mapped=dra_mapped,
                              first_available=first_available)
-    metrics = WebhookMetrics()
+    metrics = WebhookMetrics(certificates)
     app.add_url_rule("/validate", "validate", _review_view("validate", admission.validate,
                                                            metrics), methods=["POST"])
     app.add_url_rule("/mutate", "mutate", _review_view("mutate", admission.mutate, metrics),

@@ -77,6 +77,9 @@ def run_webhook(args: argparse.Namespace) -> int:
     try:
         TlsFiles(Path(args.tls_cert_file), Path(args.tls_private_key_file)).check(
             "gpu-extender webhook")
+        from extender.runtime.certificates import warn_if_expiring
+
+        warn_if_expiring([Path(args.tls_cert_file)])
     except ConfigError as exc:
         # "gpu-extender webhook: --tls-cert-file '/x' is not a readable file"
         raise fail("\n".join(f"gpu-extender webhook: {error.path} {error.message}"

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
+
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+
+from extender.runtime.certificates import CertificateExpiry
 
 PREFIX = "gpu_extender_webhook"
 ENDPOINTS = ("validate", "mutate")
@@ -10,8 +15,10 @@ BUCKETS = (0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1
 
 
 class WebhookMetrics:
-    def __init__(self) -> None:
+    def __init__(self, certificates: Sequence[Path] = ()) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
+        if certificates:
+            self.registry.register(CertificateExpiry(certificates))
         latency = Histogram(f"{PREFIX}_review_duration_seconds",
                             "Time to answer one AdmissionReview, by endpoint.", ["endpoint"],
                             buckets=BUCKETS, registry=self.registry)

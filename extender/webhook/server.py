@@ -54,5 +54,6 @@ def run(options: WebhookOptions, platform: Platform) -> None:
     GunicornApp(gunicorn_settings(options),
                 lambda: create_app(platform, options.trusted_users,
                                    dra_mapped=options.dra_extended_resources,
-                                   first_available=options.dra_first_available),
+                                   first_available=options.dra_first_available,
+                                   certificates=(Path(options.cert_file),)),
                 head_timeout_s=options.head_timeout_s).run()
