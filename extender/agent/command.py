@@ -103,8 +103,13 @@ def _run(args: argparse.Namespace) -> int:
                 sys.stdout.write(orjson.dumps(result.to_json(),
                                               option=orjson.OPT_INDENT_2).decode() + "\n")
             for problem in result.problems:
-                logging.getLogger("extender.agent").info(
+                logging.getLogger("extender.agent").warning(
                     "pass problem", extra={"fields": {"error": problem}})
+            if result.api_unreachable:
+                print("gpu-extender agent: the API server could not be read ("
+                      + ", ".join(result.failed_stages) + " failed); see the log",
+                      file=sys.stderr)
+                return EXIT_ERROR
             return EXIT_OK
         return _serve(agent, metrics, config.interval_s, config.metrics_host,
                       config.metrics_port)

@@ -42,6 +42,8 @@ from extender.model import ANNOTATION_OBSERVED, PodKey
 log = logging.getLogger(__name__)
 
 OVERUSE_REASON = "GPUMemoryOveruse"
+API_STAGES = ("read node", "list pods")
+"""The steps that read the API server: when one fails, ``agent --once`` exits 1."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,13 @@ class PassResult:
     overuse: list[Overuse] = field(default_factory=list)
     corrections: list[Correction] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    failed_stages: list[str] = field(default_factory=list)
+    """Steps of the pass that raised (``Agent._step``), in order."""
+
+    @property
+    def api_unreachable(self) -> bool:
+        """The API server could not be read: the pass saw neither the node nor its pods."""
+        return any(stage in API_STAGES for stage in self.failed_stages)
 
     def to_json(self) -> dict[str, Any]:
         import orjson
@@ -79,9 +88,11 @@ class Agent:
         self._publisher = AnnotationPublisher(api, node)
         self._episodes = EpisodeTracker()
         self.handoff = HandoffCheck(api, metrics.registry, write=write)
+        self._failed: list[str] = []  # the steps of the current pass that raised
 
     def run_pass(self) -> PassResult:
         problems: list[str] = []
+        self._failed = []
         snapshot = self._backend.snapshot()  # no NVML, no pass: AgentError to the caller
         node = self._step("read node", problems, lambda: self._api.node(self._node))
         node = node if isinstance(node, Mapping) else {}
@@ -112,7 +123,7 @@ class Agent:
             self._step("overuse", problems, lambda e=episode: self._start_episode(e, problems))
         self._step("metrics", problems, lambda: self._metrics.observe(
             self._view(pods, devices, usage, inventory)))
-        return PassResult(inventory, usage, over, fixes, problems)
+        return PassResult(inventory, usage, over, fixes, problems, list(self._failed))
 
     def _step(self, stage: str, problems: list[str], action: Callable[..., Any]) -> Any:
         """``action()``, or ``None`` when it raises anything: logged, counted by stage, a
@@ -121,6 +132,7 @@ class Agent:
             return action()
         except Exception as exc:  # one bad input or bug never ends the pass (issue 19.7)
             self._metrics.errors.labels(stage).inc()
+            self._failed.append(stage)
             problems.append(f"{stage}: {exc}")
             log.warning("agent step failed", exc_info=not isinstance(exc, ExtenderError),
                         extra={"fields": {"node": self._node, "stage": stage,

@@ -118,3 +118,18 @@ def test_the_long_running_agent_serves_metrics_and_stops_on_sigterm(tmp_path: Pa
             process.kill()
             process.wait()
     assert "stopping" in (process.stderr.read() if process.stderr else "")
+
+
+def test_once_exits_1_when_the_api_server_cannot_be_read(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # nothing listens on port 9 of loopback: the node and its pods cannot be read
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: k, cluster: {server: 'http://127.0.0.1:9'}}]\n"
+        "contexts: [{name: c, context: {cluster: k, user: u}}]\nusers: [{name: u, user: {}}]\n")
+    args = [a for a in ARGS if a not in ("--pods-file", str(EXAMPLE / "pods.json"))]
+    code = main([*args, "--kubeconfig", str(kubeconfig)])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "the API server could not be read (read node, list pods" in err
