@@ -28,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from extender.config.admission.types import SHARE_KINDS
+from extender.config.admission.types import SHARE_KINDS, WORKLOAD_MODES
 from extender.config.admission.validation import GPU_TYPE_KEYS, TOLERATION_KEYS
 from extender.config.defaults import API_VERSION, KIND
 from extender.config.platforms import INSTANCE_TYPE_KEYS, VRAM_RESOURCE_KEYS, VRAM_UNITS
@@ -95,6 +95,7 @@ def _overrides() -> dict[str, JSON]:
         "protection.namespaces": {"type": "object", "additionalProperties": _STRINGS},
         "scoring.strategy": {"enum": strategy_names()},
         "scoring.weights": {"type": "object", "additionalProperties": {"type": "number"}},
+        "admission.workloads": {"enum": list(WORKLOAD_MODES)},
         "admission.platformMapping.typeLabel": {"type": ["string", "null"]},
         "admission.platformMapping.gpuTypes": {"type": "array", "items": gpu_type},
         "admission.platformMapping.partitions.label": {"type": ["string", "null"]},

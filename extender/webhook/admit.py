@@ -22,6 +22,7 @@ from extender.webhook.dra_mix import dra_mix_refusal
 from extender.webhook.first_available import CLAIM_KINDS, rewrite
 from extender.webhook.mapping import PlatformMapping
 from extender.webhook.review import AdmissionRequest
+from extender.webhook.workloads import TEMPLATE_PATHS, template_pod
 
 DEFAULT_SCHEDULERS = ("", "default-scheduler")
 
@@ -62,6 +63,8 @@ class PodAdmission:
     def validate(self, review: AdmissionRequest) -> Answer:
         """CREATE: the request and who wrote the GPU annotations. UPDATE: only what it
         changes (a finalizer removed from a pod whose request is no longer valid passes)."""
+        if review.kind in TEMPLATE_PATHS:
+            return self._validate_workload(review)
         if review.kind != "Pod":
             return Answer(True, "not-a-pod")
         update = review.operation == "UPDATE" and review.old_object is not None
@@ -94,16 +97,47 @@ class PodAdmission:
             return Answer(True, "no-gpu", warnings=warnings)
         return Answer(True, "allowed", warnings=warnings)
 
+    def _validate_workload(self, review: AdmissionRequest) -> Answer:
+        """A workload's pod template, judged as its pods will be (``webhook/workloads.py``):
+        a warning or, with ``admission.workloads: refuse``, a refusal. An UPDATE that leaves
+        the template's refusal as it was is not this update's doing."""
+        mode = self._config.workloads
+        found = template_pod(review.kind, review.object)
+        if mode == "off" or found is None:
+            return Answer(True, "not-a-pod")
+        pod, path = found
+        try:
+            request = self._decode(pod)
+        except RequestError as exc:
+            old = template_pod(review.kind, review.old_object) \
+                if review.operation == "UPDATE" and review.old_object is not None else None
+            if old is not None and self._same_refusal(old[0], str(exc)):
+                return Answer(True, "unchanged")
+            name = (review.object.get("metadata") or {}).get("name", "")
+            message = (f"gpu-extender: {review.kind} {name}: its pods would be refused: "
+                       f"{path}.{exc}")
+            if mode == "refuse":
+                return Answer(False, "refused", message=message)
+            return Answer(True, "workload-warned", warnings=(message,))
+        warnings = self._warnings(pod, request) if self._config.warnings else ()
+        return Answer(True, "no-gpu" if request is None else "allowed", warnings=warnings)
+
     def _warnings(self, pod: Mapping[str, Any], request: GpuRequest | None) -> tuple[str, ...]:
         meta = pod.get("metadata") or {}
         spec = pod.get("spec") or {}
-        if request is None:
-            named = LABEL_ACCELERATOR in (meta.get("labels") or {}) or \
-                ANNOTATION_ACCELERATORS in (meta.get("annotations") or {})
-            return ("gpu-extender: the pod names a GPU type but requests no GPU "
-                    "(nvidia.com/gpu, nvidia.com/mig-<profile>, gpu-extender.io/gpu-memory, "
-                    "...); it gets none",) if named else ()
+        labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
         out = []
+        if LABEL_ACCELERATOR in annotations and LABEL_ACCELERATOR not in labels:
+            out.append(f"gpu-extender: {LABEL_ACCELERATOR} is an annotation here, and only a "
+                       f"label types a pod: move it to metadata.labels (or list types in the "
+                       f"{ANNOTATION_ACCELERATORS} annotation)")
+        if request is None:
+            named = LABEL_ACCELERATOR in labels or ANNOTATION_ACCELERATORS in annotations
+            if named:
+                out.append("gpu-extender: the pod names a GPU type but requests no GPU "
+                           "(nvidia.com/gpu, nvidia.com/mig-<profile>, "
+                           "gpu-extender.io/gpu-memory, ...); it gets none")
+            return tuple(out)
         scheduler = self._config.scheduler_name
         current = spec.get("schedulerName") or ""
         if scheduler.enabled and current not in (*DEFAULT_SCHEDULERS, scheduler.name):

@@ -21,6 +21,7 @@ def build_admission(raw: dict[str, Any]) -> AdmissionConfig:
     devices = raw["visibleDevices"]
     return AdmissionConfig(
         warnings=bool(raw["warnings"]),
+        workloads=str(raw["workloads"]),
         scheduler_name=SchedulerNameConfig(enabled=bool(scheduler["enabled"]),
                                            name=str(scheduler["name"])),
         platform_mapping=PlatformMappingConfig(

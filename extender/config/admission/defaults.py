@@ -10,6 +10,7 @@ from extender.config.admission.types import SHARE_KINDS
 def _defaults() -> dict[str, Any]:
     return {
         "warnings": True,
+        "workloads": "warn",
         "schedulerName": {"enabled": True, "name": "gpu-scheduler"},
         "platformMapping": {
             "enabled": True,

@@ -7,6 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 SHARE_KINDS = ("vram", "fraction", "shared")
+WORKLOAD_MODES = ("warn", "refuse", "off")
+"""``admission.workloads``: what /validate does with a workload whose pod template the extender
+would refuse (a Deployment, StatefulSet, ReplicaSet, DaemonSet, Job or CronJob)."""
 """Request kinds whose GPU the extender picks inside a node (``RequestKind`` values)."""
 
 
@@ -68,6 +71,9 @@ class VisibleDevicesConfig:
 class AdmissionConfig:
     warnings: bool = True
     """Answer odd but valid GPU requests with warnings (kubectl prints them)."""
+    workloads: str = "warn"
+    """A workload whose pod template the extender would refuse: ``warn`` (admitted, kubectl
+    prints why its pods will be refused), ``refuse`` (not admitted) or ``off``."""
     scheduler_name: SchedulerNameConfig = field(default_factory=SchedulerNameConfig)
     platform_mapping: PlatformMappingConfig = field(default_factory=PlatformMappingConfig)
     visible_devices: VisibleDevicesConfig = field(default_factory=VisibleDevicesConfig)

@@ -11,11 +11,11 @@ from collections.abc import Collection, Mapping
 from typing import Any, Protocol
 
 from extender.catalog import Catalog
-from extender.config.admission.types import SHARE_KINDS
+from extender.config.admission.types import SHARE_KINDS, WORKLOAD_MODES
 from extender.config.presets import PRESETS
 from extender.errors import join_accepted
 
-ADMISSION_KEYS = ("warnings", "schedulerName", "platformMapping", "visibleDevices")
+ADMISSION_KEYS = ("warnings", "workloads", "schedulerName", "platformMapping", "visibleDevices")
 MAPPING_KEYS = ("enabled", "typeLabel", "gpuTypes", "partitions")
 GPU_TYPE_KEYS = ("name", "nodeSelector", "tolerations")
 TOLERATION_KEYS = ("key", "operator", "value", "effect", "tolerationSeconds")
@@ -52,6 +52,9 @@ def validate_admission(errors: Checks, admission: object, catalog: Catalog,
     assert isinstance(admission, dict)
     errors.unknown_keys("admission", admission, ADMISSION_KEYS)
     errors.boolean("admission.warnings", admission.get("warnings"))
+    if admission.get("workloads") not in WORKLOAD_MODES:
+        errors.add("admission.workloads", f"must be one of {', '.join(WORKLOAD_MODES)}, got "
+                   f"{admission.get('workloads')!r}")
     scheduler = admission.get("schedulerName")
     if errors.mapping("admission.schedulerName", scheduler):
         assert isinstance(scheduler, dict)
