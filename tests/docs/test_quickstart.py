@@ -108,8 +108,11 @@ def test_the_zero_build_step_serves_the_example_and_inspect_reads_it(served_exam
     result = subprocess.run([sys.executable, "-m", "extender", *args[1:]], cwd=ROOT,
                             capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 0, result.stderr
-    for gpu_type in ("t4", "l4", "a10g", "a100-80gb", "mig static"):
-        assert gpu_type in result.stdout
+    for gpu_type in ("t4", "l4", "a10g", "a100-80gb"):
+        assert f" {gpu_type} " in result.stdout
+    # the MIG node: two A100s (8 MIG slots each) holding 2 x 3g.40gb and 7 x 1g.10gb
+    (mig,) = [line for line in result.stdout.splitlines() if line.startswith("gpu-a100-mig-0")]
+    assert "/16" in mig
 
 
 @pytest.mark.deploy

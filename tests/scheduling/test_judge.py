@@ -38,6 +38,7 @@ def test_judge_is_what_prioritize_holds_and_leaves_no_trace(service: ExtenderSer
     assert judgement.placement is not None
     assert service.inventory.holding(judgement.explanation.cycle.pod.key.uid) is None
     assert service.inventory.snapshot().generation == generation
+    scheduler.filter(pod, names)  # prioritize holds only for a pod this filter passed
     scheduler.prioritize(pod, names)
     held = service.inventory.holding(judgement.explanation.cycle.pod.key.uid)
     assert held is not None and held.assignment == judgement.placement.assignment

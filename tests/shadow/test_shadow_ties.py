@@ -41,6 +41,7 @@ def extender_hold(platform: Platform, nodes: list[dict[str, Any]],
     ``names`` in that order."""
     service = ExtenderService.from_cluster_objects(platform, ClusterObjects(nodes, pods))
     service.start()
+    service.scheduler.filter(pod, names)  # prioritize holds only what this filter passed
     outcome = service.scheduler.prioritize(pod, names)
     assert outcome.scores is not None
     holding = service.inventory.holding(pod["metadata"]["uid"])
