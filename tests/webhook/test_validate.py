@@ -21,7 +21,8 @@ WEBHOOK = admission(typeLabel="gke")
       "gpu-extender: metadata.labels[gpu-extender.io/accelerator]=\"a1000\": unknown GPU type; "
       "did you mean 'a100'? (accepted: a10, a100, a100-40gb, a100-80gb, a10g, a30, a800, "
       "a800-80gb, b200, b200-180gb, gb200, h100, h100-80gb, h100-94gb, h200, h200-141gb, h800, "
-      "l4, l40s, p100, rtx-pro-6000, t4, v100, v100-16gb, v100-32gb)", id="unknown type, with the accepted ids"),
+      "l4, l40s, p100, rtx-pro-6000, t4, v100, v100-16gb, v100-32gb)",
+      id="unknown type, with the accepted ids"),
     P(make_pod("p").mig("1g.5gb").accelerator("h100-80gb"),
       "gpu-extender: spec.containers[0].resources.limits[nvidia.com/mig-1g.5gb]="
       "\"nvidia.com/mig-1g.5gb\": no accepted GPU type has MIG profile 1g.5gb (accepted types: "
