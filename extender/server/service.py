@@ -151,6 +151,8 @@ class ExtenderService:
     def _counters(self) -> dict[str, float]:
         counters = {"inferred_pods": float(self.applier.inferred_total),
                     "inference_failures": float(self.applier.inference_failures_total),
+                    "untrusted_assignments": float(self.applier.untrusted_total),
+                    "objects_not_applied": float(self.applier.bad_objects_total),
                     "fit_cache_hits": float(self.verbs.fit_cache_hits)}
         if self.event_queue is not None:
             queue = self.event_queue

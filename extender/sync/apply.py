@@ -281,7 +281,7 @@ class InventoryApplier:
             why = "its amounts differ from the assignment the extender wrote"
         elif first is not None and invalid_request(info):
             why = None  # same amounts as what the pod holds: the devices moved
-        else:
+        else:  # and always against the request (a whole GPU's VRAM is that GPU's)
             why = mismatch(observed, info.request, known)
         if why is not None:
             self._untrusted(info, f"gpu-extender.io/assigned-observed not counted: {why}")

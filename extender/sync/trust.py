@@ -135,10 +135,11 @@ def _grant_mismatch(grant: GpuGrant, request: GpuRequest, gpu: GpuDevice | None)
 
 
 def same_amounts(a: Assignment, b: Assignment) -> bool:
-    """The same kind and the same amounts per grant: only which devices may differ."""
+    """The same kind and the same amounts per grant: only which devices may differ (a whole
+    GPU's VRAM is that GPU's, checked against the node by ``mismatch``)."""
     return a.kind is b.kind and sorted(map(_amount, a.grants)) == sorted(map(_amount, b.grants))
 
 
 def _amount(grant: GpuGrant) -> tuple[int, bool, bool, str, int]:
-    return (grant.vram_mib, grant.whole, grant.replica, grant.mig_profile or "",
-            grant.mig_slices)
+    return (0 if grant.whole else grant.vram_mib, grant.whole, grant.replica,
+            grant.mig_profile or "", grant.mig_slices)

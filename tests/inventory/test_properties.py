@@ -262,6 +262,26 @@ class InventoryMachine(RuleBasedStateMachine):
             assert after == before
 
     @rule(uid=uids)
+    def unanswered_bind(self, uid: str) -> None:
+        """A bind with no answer gives an assumed hold its TTL back (a state flip)."""
+        before = self.inv.holding(uid)
+        flipped = self.inv.unpin(uid, 5.0)
+        after = self.inv.holding(uid)
+        assert flipped is (before is not None and before.state is HoldingState.ASSUMED)
+        if flipped:
+            assert before is not None and after is not None
+            assert after.expires_at == self.clock.now + 5.0
+            assert after.assignment == before.assignment
+        else:
+            assert after == before
+
+    @invariant()
+    def tentative_holds_are_the_assumed_ones_with_a_ttl(self) -> None:
+        expected = {h.key.uid for h in self.inv.holdings()
+                    if h.state is HoldingState.ASSUMED and h.expires_at is not None}
+        assert {h.key.uid for h in self.inv.tentative_holds()} == expected
+
+    @rule(uid=uids)
     def watch_confirms(self, uid: str) -> None:
         """The API shows the pod with the grants we reserved: it becomes OBSERVED."""
         current = self.inv.holding(uid)

@@ -39,6 +39,8 @@ def test_metrics_cover_latency_decisions_inventory_and_conflicts(client: FlaskCl
         'gpu_extender_holdings{state="reserved"} 1.0',
         'gpu_extender_bind_conflicts_total 0.0',
         'gpu_extender_inferred_pods_total 1.0',
+        'gpu_extender_untrusted_assignments_total 0.0',
+        'gpu_extender_objects_not_applied_total 0.0',
     ]
     for line in expected:
         assert line in text, line

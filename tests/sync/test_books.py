@@ -90,6 +90,20 @@ def test_the_agents_correction_moves_the_grant_to_another_device(platform: Platf
     assert applier.untrusted_total == 0
 
 
+def test_a_whole_gpu_correction_must_hold_the_whole_gpu(platform: Platform) -> None:
+    inventory, applier = setup(platform)
+    pod = make_pod("w").namespace("ml").uid("uid-w").gpus(1).node_name("n1").phase("Running")
+    applier.pod_event("MODIFIED", pod.assigned(whole(0)).obj())
+    cheat = Assignment("n1", RequestKind.WHOLE, (GpuGrant(3, 1, whole=True),), "t4")
+    applier.pod_event("MODIFIED", pod.annotation(ANNOTATION_OBSERVED,
+                                                 encode_assignment(cheat)).obj())
+    assert free_mib(inventory)[0] == 0 and free_mib(inventory)[3] == T4_MIB  # 1 MiB: ignored
+    moved = Assignment("n1", RequestKind.WHOLE, (GpuGrant(3, T4_MIB, whole=True),), "t4")
+    applier.pod_event("MODIFIED", pod.annotation(ANNOTATION_OBSERVED,
+                                                 encode_assignment(moved)).obj())
+    assert free_mib(inventory)[0] == T4_MIB and free_mib(inventory)[3] == 0
+
+
 def test_a_preset_assigned_observed_never_wins_over_the_binding(platform: Platform) -> None:
     inventory, applier = setup(platform)
     # created with the correction already set (a 1 GiB... here 12 GiB share claiming 4 T4s)
