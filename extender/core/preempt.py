@@ -156,7 +156,7 @@ def _node(snapshot: ClusterSnapshot, placement: PlacementRequest, priority: int,
     pool = [p for p in eligible if _in_pool(p, placement, mig)]
     slot_of = {int(i): s for s, i in enumerate(snapshot.gpu_index[row].tolist()) if i >= 0}
     deltas = [_delta(snapshot, row, p, slot_of) for p in pool]
-    probe = _Probe(snapshot, row, placement, check_cpu_memory)
+    probe = _Probe(snapshot, row, placement, check_cpu_memory, deltas)
 
     base = probe.codes([()])[0]
     if VERDICT_BY_CODE[base] == Verdict.UNRESOLVABLE.value:
@@ -164,7 +164,7 @@ def _node(snapshot: ClusterSnapshot, placement: PlacementRequest, priority: int,
     if base == Reason.FITS:
         chosen: tuple[int, ...] = ()
     else:
-        if not pool or probe.codes([tuple(range(len(pool)))], deltas)[0] != Reason.FITS:
+        if not pool or probe.codes([tuple(range(len(pool)))])[0] != Reason.FITS:
             return NodeVictims(node, drop=Drop.INSUFFICIENT)
         chosen = _fewest(probe, pool, deltas, _one_gpu(placement), max_sets)
     if not chosen and not others:
@@ -215,48 +215,56 @@ def _delta(snapshot: ClusterSnapshot, row: int, pod: PodOnNode,
 
 
 class _Probe:
-    """The fit kernel on what-if copies of one node row, one copy per victim set."""
+    """The fit kernel on what-if copies of one node row, one copy per victim set: the sets'
+    deltas are summed by fancy indexing over stacked per-pod deltas (a zero row pads sets of
+    fewer members), so building ``m`` copies costs a few array operations, not a loop."""
 
     def __init__(self, snapshot: ClusterSnapshot, row: int, placement: PlacementRequest,
-                 check_cpu_memory: bool) -> None:
+                 check_cpu_memory: bool, deltas: Sequence[_Delta]) -> None:
         self._snapshot = snapshot
         self._row = row
         self._placement = placement
         self._check = check_cpu_memory
+        n, width = len(deltas), snapshot.n_gpus
+        self._pad = n
+        self._free = np.zeros((n + 1, width), dtype=np.int64)
+        self._pods = np.zeros((n + 1, width), dtype=np.int64)
+        self._replicas = np.zeros((n + 1, width), dtype=np.int64)
+        self._clear = np.zeros((n + 1, width), dtype=np.uint8)
+        self._cpu = np.zeros(n + 1, dtype=np.int64)
+        self._memory = np.zeros(n + 1, dtype=np.int64)
+        for i, d in enumerate(deltas):
+            self._free[i], self._pods[i], self._replicas[i] = d.free_mib, d.pods, d.replicas
+            self._clear[i], self._cpu[i], self._memory[i] = d.mig_clear, d.cpu, d.memory
 
-    def codes(self, sets: Sequence[tuple[int, ...]], deltas: Sequence[_Delta] = ()
-              ) -> npt.NDArray[np.int8]:
-        """The fit's ``Reason`` per set (indices into ``deltas``)."""
+    def codes(self, sets: Sequence[tuple[int, ...]]) -> npt.NDArray[np.int8]:
+        """The fit's ``Reason`` per set (indices into the deltas)."""
         s, row, m = self._snapshot, self._row, len(sets)
+        width = max((len(members) for members in sets), default=0) or 1
+        index = np.full((m, width), self._pad, dtype=np.intp)
+        for i, members in enumerate(sets):
+            index[i, :len(members)] = members
 
         def rows(array: npt.NDArray[_G]) -> npt.NDArray[_G]:
             return np.ascontiguousarray(np.repeat(array[row:row + 1], m, axis=0))
 
-        free = rows(s.free_mib).astype(np.int64)
-        pods = rows(s.pods).astype(np.int64)
-        replicas = rows(s.replicas_free).astype(np.int64)
-        used = rows(s.mig_used)
-        cpu = rows(s.cpu_free).astype(np.int64)
-        memory = rows(s.memory_free).astype(np.int64)
-        for i, members in enumerate(sets):
-            for j in members:
-                d = deltas[j]
-                free[i] += d.free_mib
-                pods[i] -= d.pods
-                replicas[i] += d.replicas
-                used[i] &= ~d.mig_clear
-                cpu[i] += d.cpu
-                memory[i] += d.memory
+        free = s.free_mib[row].astype(np.int64) + self._free[index].sum(axis=1)
+        pods = s.pods[row].astype(np.int64) - self._pods[index].sum(axis=1)
+        replicas = s.replicas_free[row].astype(np.int64) + self._replicas[index].sum(axis=1)
+        used = s.mig_used[row] & ~np.bitwise_or.reduce(self._clear[index], axis=1)
         what_if = replace(
             s, generation=-1, node_names=tuple(f"what-if-{i}" for i in range(m)),
             node_index={}, nodes={}, node_valid=np.ones(m, dtype=bool),
-            node_version=np.zeros(m, dtype=np.int64), cpu_free=cpu, memory_free=memory,
+            node_version=np.zeros(m, dtype=np.int64),
+            cpu_free=int(s.cpu_free[row]) + self._cpu[index].sum(axis=1),
+            memory_free=int(s.memory_free[row]) + self._memory[index].sum(axis=1),
             gpu_type=rows(s.gpu_type), gpu_index=rows(s.gpu_index),
-            total_mib=rows(s.total_mib), free_mib=free.astype(np.int32),
-            replicas=rows(s.replicas), replicas_free=replicas.astype(np.int16),
+            total_mib=rows(s.total_mib), free_mib=np.ascontiguousarray(free, dtype=np.int32),
+            replicas=rows(s.replicas),
+            replicas_free=np.ascontiguousarray(replicas, dtype=np.int16),
             replicas_shared=rows(s.replicas_shared), mig_layout=rows(s.mig_layout),
-            mig_used=used, healthy=rows(s.healthy), pods=pods.astype(np.int16),
-            cache=RowCache(max_keys=1))
+            mig_used=np.ascontiguousarray(used, dtype=np.uint8), healthy=rows(s.healthy),
+            pods=np.ascontiguousarray(pods, dtype=np.int16), cache=RowCache(max_keys=1))
         result = fit(what_if, self._placement, np.arange(m, dtype=np.int64),
                      check_cpu_memory=self._check)
         return result.code
@@ -285,7 +293,7 @@ def _fewest(probe: _Probe, pool: Sequence[PodOnNode], deltas: Sequence[_Delta],
         if total > max_sets:
             return _greedy(probe, pool, deltas, groups)
         sets = sorted({c for g in groups for c in itertools.combinations(g, k)})
-        codes = probe.codes(sets, deltas)
+        codes = probe.codes(sets)
         fitting = [c for c, code in zip(sets, codes.tolist(), strict=True)
                    if code == Reason.FITS]
         if fitting:
@@ -303,7 +311,7 @@ def _greedy(probe: _Probe, pool: Sequence[PodOnNode], deltas: Sequence[_Delta],
     for group in groups:
         order = sorted(group, key=lambda i: (pool[i].priority, -pool[i].started, pool[i].uid))
         prefixes = [tuple(order[:k]) for k in range(1, len(order) + 1)]
-        codes = probe.codes(prefixes, deltas)
+        codes = probe.codes(prefixes)
         first = next((p for p, c in zip(prefixes, codes.tolist(), strict=True)
                       if c == Reason.FITS), None)
         if first is None:
@@ -311,7 +319,7 @@ def _greedy(probe: _Probe, pool: Sequence[PodOnNode], deltas: Sequence[_Delta],
         kept = list(first)
         for i in reversed(first):
             trial = tuple(j for j in kept if j != i)
-            if trial and probe.codes([trial], deltas)[0] == Reason.FITS:
+            if trial and probe.codes([trial])[0] == Reason.FITS:
                 kept = list(trial)
         found.append(tuple(kept))
     if not found:

@@ -71,7 +71,8 @@ class Preempt:
             on = holdings.get(holding.node)
             if on is not None:
                 on[holding.key.uid] = holding
-        pods = {node: self._pods_on(node, holdings[node], set(uids))
+        facts = self._facts.on_nodes(candidates)
+        pods = {node: _pods_on(node, holdings[node], facts[node], set(uids))
                 for node, uids in candidates.items()}
         priority = eviction_facts(pod).priority
         nodes = preempt(snapshot, placement, priority, pods,
@@ -80,12 +81,13 @@ class Preempt:
             PreemptDecision.NONE
         return PreemptOutcome(decision, nodes)
 
-    def _pods_on(self, node: str, holdings: Mapping[str, Holding],
-                 in_tree: set[str]) -> list[PodOnNode]:
-        facts = self._facts.on_node(node)
-        uids = sorted(set(holdings) | set(facts) | in_tree)
-        return [_pod(uid, node, holdings.get(uid), facts.get(uid), uid in in_tree)
-                for uid in uids]
+
+
+def _pods_on(node: str, holdings: Mapping[str, Holding], facts: Mapping[str, EvictionFacts],
+             in_tree: set[str]) -> list[PodOnNode]:
+    """Every pod on ``node``: those holding GPUs there, those the watch knows, kube's victims."""
+    uids = sorted(set(holdings) | set(facts) | in_tree)
+    return [_pod(uid, node, holdings.get(uid), facts.get(uid), uid in in_tree) for uid in uids]
 
 
 def _pod(uid: str, node: str, holding: Holding | None, facts: EvictionFacts | None,

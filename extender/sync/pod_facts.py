@@ -46,7 +46,13 @@ class PodFacts:
         with self._lock:
             return self._facts.get(uid)
 
-    def on_node(self, node: str) -> dict[str, EvictionFacts]:
-        """Every known pod bound to ``node``. O(pods): preemption is rare."""
+    def on_nodes(self, nodes: Iterable[str]) -> dict[str, dict[str, EvictionFacts]]:
+        """node -> uid -> facts of every known pod bound to one of ``nodes``: one pass over
+        the pods (preemption is rare; no per-node index is kept)."""
+        out: dict[str, dict[str, EvictionFacts]] = {node: {} for node in nodes}
         with self._lock:
-            return {uid: f for uid, f in self._facts.items() if f.node == node}
+            for uid, facts in self._facts.items():
+                on = out.get(facts.node)
+                if on is not None:
+                    on[uid] = facts
+        return out

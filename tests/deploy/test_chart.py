@@ -360,8 +360,13 @@ def test_extender_service_mode_has_its_own_least_privilege_account(
         renderings: dict[str, list[dict[str, Any]]]) -> None:
     documents = renderings["default-extender-service"]
     bindings = _of_kind(documents, "ClusterRoleBinding") + _of_kind(documents, "RoleBinding")
-    assert [b["roleRef"]["name"] for b in bindings] == ["gpu-extender"]
-    assert not _of_kind(documents, "Role")
+    assert [b["roleRef"]["name"] for b in bindings] == ["gpu-extender", "gpu-extender-leader"]
+    # the only namespaced rights: the node-capacity publisher's Lease, by name where it can be
+    [role] = _of_kind(documents, "Role")
+    assert role["rules"] == [
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+         "resourceNames": ["gpu-extender-node-capacity"], "verbs": ["get", "update"]}]
     [policy] = _of_kind(documents, "NetworkPolicy")
     verbs_rule = policy["spec"]["ingress"][0]
     assert verbs_rule["ports"] == [{"port": "https", "protocol": "TCP"}]
