@@ -485,3 +485,19 @@ def test_the_second_schedulers_image_follows_the_cluster_version(
                       "--set", "scheduler.image.tag=v1.36.3",
                       "--show-only", "templates/deployment-scheduler.yaml")
     assert "registry.k8s.io/kube-scheduler:v1.36.3" in pinned
+
+
+def test_managed_resources_follow_what_the_platform_adds(helm: Helm) -> None:
+    # a MIG profile of a type added in `platform` and a VRAM resource of another tool reach
+    # the scheduler's managedResources without a second edit (they bypass the extender else)
+    rendered = helm.run(
+        "template", "gpu-extender", str(CHART), "--show-only", "templates/configmap-scheduler.yaml",
+        "--set", "platform.accelerators[0].id=rtx-6000-ada",
+        "--set", "platform.accelerators[0].mig.profiles[0].name=1g.12gb",
+        "--set", "platform.foreignForms.vramResources[0].name=example.com/vram",
+        "--set", "platform.foreignForms.vramResources[0].unit=GiB")
+    (config_map,) = [doc for doc in yaml.safe_load_all(rendered) if doc]
+    (extender,) = yaml.safe_load(config_map["data"]["config.yaml"])["extenders"]
+    names = [m["name"] for m in extender["managedResources"]]
+    assert names[-2:] == ["nvidia.com/mig-1g.12gb", "example.com/vram"]
+    assert len(names) == len(set(names))

@@ -206,7 +206,36 @@ extenders:
     nodeCacheCapable: true
     ignorable: {{ .Values.extender.ignorable }}
     managedResources:
-      {{- toYaml .Values.managedResources | nindent 6 }}
+      {{- toYaml (include "gpu-extender.managedResources" . | fromYamlArray) | nindent 6 }}
+{{- end -}}
+
+{{/* managedResources: the values' list (the shipped catalog and foreign forms, kept equal to
+     scheduler-config/ by tests), plus what `platform` adds: the MIG profiles of its
+     `accelerators` entries and its `foreignForms.vramResources`, so a type or a VRAM resource
+     added there reaches the extender without a second edit. */}}
+{{- define "gpu-extender.managedResources" -}}
+{{- $names := dict }}
+{{- $out := list }}
+{{- range .Values.managedResources }}
+{{- $_ := set $names .name true }}
+{{- $out = append $out . }}
+{{- end }}
+{{- range (.Values.platform.accelerators | default list) }}
+{{- range ((.mig | default dict).profiles | default list) }}
+{{- $name := printf "nvidia.com/mig-%s" .name }}
+{{- if not (hasKey $names $name) }}
+{{- $_ := set $names $name true }}
+{{- $out = append $out (dict "name" $name "ignoredByScheduler" false) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- range ((.Values.platform.foreignForms | default dict).vramResources | default list) }}
+{{- if not (hasKey $names .name) }}
+{{- $_ := set $names .name true }}
+{{- $out = append $out (dict "name" .name "ignoredByScheduler" false) }}
+{{- end }}
+{{- end }}
+{{- toYaml $out }}
 {{- end -}}
 
 {{/* The component label of the pods that run the extender (PDB and metrics Service). */}}
