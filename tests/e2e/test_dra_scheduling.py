@@ -171,7 +171,7 @@ def test_the_webhook_rewrites_untyped_claims_so_dra_itself_takes_the_cheapest_gp
     certs = make_certs(tmp_path / "certs")
     with gpu_cluster() as cluster:
         webhook = Webhook(cluster, certs, free_port())
-        webhook.start(DEFAULT_CONFIG, ("--dra-first-available",))
+        webhook.start(DEFAULT_CONFIG, "--dra-first-available")
         register_claim_webhook(cluster, webhook)
         api = resource_api(cluster)
         api.create_device_class(device_class())
