@@ -1,0 +1,35 @@
+"""Names -> rows once per node list: prioritize gets filter's answer, the next pod's filter
+the same list; a node that comes or goes makes a new node-name tuple, and the mapping anew."""
+
+from __future__ import annotations
+
+from extender.inventory.store import Inventory
+from extender.platform import Platform
+from extender.scheduling.evaluate import RowsMemo
+from extender.sync.apply import InventoryApplier
+from tests.sync.clusters import l4_node
+
+
+def test_equal_names_on_the_same_node_set_are_mapped_once(platform: Platform) -> None:
+    inventory = Inventory(platform.catalog)
+    applier = InventoryApplier(platform, inventory)
+    for name in ("n1", "n2", "n3"):
+        applier.node_event("ADDED", l4_node(name, gpus=2))
+    memo = RowsMemo()
+    snapshot = inventory.snapshot()
+    first = memo.rows(snapshot, ["n3", "n1", "gone"])
+    assert first.tolist() == [2, 0, -1]  # rows in insertion order; -1: not in the inventory
+    # new list objects, equal names (as each request decodes them afresh): the same rows
+    assert memo.rows(inventory.snapshot(), ["n3", "n1", "gone"]) is first
+    assert memo.rows(snapshot, ["n1", "n2"]).tolist() == [0, 1]  # a second list: kept too
+    assert memo.rows(snapshot, ["n3", "n1", "gone"]) is first
+    assert memo.hits == 2
+    names = ["n1", "n2"]
+    memo.rows(snapshot, names)
+    names.append("n3")  # the caller's list changes: the memo kept its own copy
+    assert memo.rows(snapshot, names).tolist() == [0, 1, 2]
+    # a node goes: a new node-name tuple, mapped again (n2's row is free now)
+    applier.node_event("DELETED", l4_node("n2", gpus=2))
+    after = inventory.snapshot()
+    assert after.node_names is not snapshot.node_names
+    assert memo.rows(after, ["n1", "n2"]).tolist() == [0, -1]
