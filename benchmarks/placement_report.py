@@ -86,8 +86,8 @@ def seeds_of(rows: Rows, trace: str, policy: str) -> list[str]:
 
 BOUND_COLUMNS = ("pooled_lp", "pooled_ip", "config_lp", "config_ip")
 BOUND_NAMES = {"pooled_lp": "LP limit, pooled classes", "pooled_ip": "IP limit, pooled classes",
-               "config_lp": "LP limit, node configurations (valid bound)",
-               "config_ip": "IP over node configurations (a packing that exists)"}
+               "config_lp": "LP limit, GPU configurations",
+               "config_ip": "IP limit, GPU configurations"}
 
 
 def load_bounds(path: Path) -> dict[str, dict[str, float]]:
@@ -225,7 +225,8 @@ def published_curves(expected: Path, trace: str) -> dict[str, dict[int, float]]:
     return {p: {k: statistics.median(v) for k, v in c.items()} for p, c in per.items()}
 
 
-def write_plot(curves_path: Path, expected: Path, path: Path, trace: str = "default") -> bool:
+def write_plot(curves_path: Path, expected: Path, path: Path, trace: str = "default",
+               bounds: dict[str, float] | None = None) -> bool:
     if not curves_path.exists():
         return False
     import matplotlib
@@ -260,6 +261,10 @@ def write_plot(curves_path: Path, expected: Path, path: Path, trace: str = "defa
             ax.plot(xs, [paper[policy].get(int(x), np.nan) for x in xs], color=color, lw=1,
                     ls="--")
     ax.plot(xs, np.minimum(xs, 100), color="grey", lw=1, ls=":", label="ideal")
+    for column, marker in (("config_lp", "v"), ("config_ip", "^")):
+        if bounds and column in bounds:  # the limits hold at 100 % arrived
+            ax.plot([100], [100 - bounds[column]], marker=marker, color="black", ls="none",
+                    label=f"{BOUND_NAMES[column]}: {100 - bounds[column]:.2f} %")
     ax.set_xlabel("arrived GPU demand (% of cluster GPUs)")
     ax.set_ylabel("GPU allocation (% of cluster GPUs)")
     ax.set_title(f"openb {trace}: median over seeds, 25-75 % band; dashed: published (FGD)")
@@ -333,7 +338,8 @@ def write_reports(out_dir: Path, expected: Path) -> list[Path]:
         written.append(out_dir / "table.md")
         if write_ratio_plot(rows, bounds, out_dir / "ratio.png"):
             written.append(out_dir / "ratio.png")
-        if write_plot(out_dir / "curves.jsonl", expected, out_dir / "allocation.png"):
+        if write_plot(out_dir / "curves.jsonl", expected, out_dir / "allocation.png",
+                      bounds=bounds.get("default")):
             written.append(out_dir / "allocation.png")
     if any(r["trace"].startswith("spot") for r in rows):
         write_fleet(rows, out_dir / "fleet.md")
