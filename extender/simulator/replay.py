@@ -159,7 +159,6 @@ class Replay:
         self._kinds = [self._resolve(kind, snapshot) for kind in scenario.kinds]
         self.arrival = 0
         """Index in ``order`` of the pod being placed (read by ``divergence``)."""
-        self.mix = mix
 
     def _resolve(self, kind: PodKind, snapshot: ClusterSnapshot) -> _Kind:
         request = self.scenario.platform.placement_request(
