@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import functools
 import json
 import sys
@@ -40,7 +41,9 @@ if str(ROOT) not in sys.path:
 from benchmarks.placement_report import write_reports  # noqa: E402
 from extender.core.scoring.registry import strategy_names  # noqa: E402
 from extender.simulator.fleet import FleetOptions, fleet_scenario  # noqa: E402
+from extender.simulator.openb import platform_for_models  # noqa: E402
 from extender.simulator.replay import Replay, ReplayOptions, ReplayResult  # noqa: E402
+from extender.simulator.result import BILL_PCTS, occupied_cost_at  # noqa: E402
 from extender.simulator.scenario import Scenario, openb_scenario  # noqa: E402
 from extender.simulator.trace import load_trace  # noqa: E402
 
@@ -51,7 +54,8 @@ DEFAULT_POLICIES = (*PAPER_POLICIES, "least-allocated", "most-allocated", "cost-
 SEEDS = tuple(range(42, 52))
 RESULT_FIELDS = ("trace", "policy", "seed", "inflate", "tie_break", "wall_seconds", "pods",
                  "placed", "failed", "allocated_gpus", "cost_per_hour", "untyped_on_protected",
-                 *(f"unalloc_{k}" for k in (50, 80, 90, 95, 100, 105, 110, 120, 130)))
+                 *(f"unalloc_{k}" for k in (50, 80, 90, 95, 100, 105, 110, 120, 130)),
+                 *(f"bill_{k}" for k in BILL_PCTS))
 
 
 @dataclass(frozen=True)
@@ -80,11 +84,32 @@ def _scenario(trace: str, source: str, nodes: str, seed: int) -> Scenario:
     return openb_scenario(load_trace(nodes, source), pods_source=source, nodes_source=nodes)
 
 
+def split_policy(policy: str) -> tuple[str, dict[str, float]]:
+    """``name@key=value,key=value`` (a strategy under other ``scoring.weights``) -> (name,
+    weights); a plain name has no weights."""
+    name, _, spec = policy.partition("@")
+    weights = {k.strip(): float(v) for k, _, v in
+               (part.partition("=") for part in spec.split(",") if part.strip())}
+    return name, weights
+
+
+@functools.cache
+def _weighted(trace: str, source: str, nodes: str, weights: tuple[tuple[str, float], ...]
+              ) -> Scenario:
+    base = _scenario(trace, source, nodes, 0)
+    models = {n.model for n in load_trace(nodes, source).nodes if n.gpus} | \
+        {m for p in load_trace(nodes, source).pods for m in p.gpu_spec}
+    platform = platform_for_models(models, weights=dict(weights))
+    return dataclasses.replace(base, platform=platform)
+
+
 def run_task(task: Task) -> tuple[dict[str, Any], dict[str, Any]]:
     """One replay in a worker: (results.csv row, curves.jsonl record)."""
     seed_key = task.seed if task.trace.startswith("spot-fleet") else 0
-    scenario = _scenario(task.trace, task.source, task.nodes, seed_key)
-    result = Replay(scenario, ReplayOptions(policy=task.policy, seed=task.seed,
+    name, weights = split_policy(task.policy)
+    scenario = _scenario(task.trace, task.source, task.nodes, seed_key) if not weights else \
+        _weighted(task.trace, task.source, task.nodes, tuple(sorted(weights.items())))
+    result = Replay(scenario, ReplayOptions(policy=name, seed=task.seed,
                                             inflate=task.inflate,
                                             tie_break=task.tie_break)).run()
     return result_row(task, result), curve_record(task, result)
@@ -102,6 +127,9 @@ def result_row(task: Task, result: ReplayResult) -> dict[str, Any]:
         if name.startswith("unalloc_"):
             value = result.unallocated_at(int(name.split("_")[1]))
             row[name] = "" if value is None else value
+        elif name.startswith("bill_"):
+            bill = occupied_cost_at(result, int(name.split("_")[1]))
+            row[name] = "" if bill is None else bill
     return row
 
 
@@ -122,14 +150,18 @@ def done_keys(path: Path) -> set[tuple[str, str, str, str, str]]:
                 for r in csv.DictReader(handle)}
 
 
-def append(out_dir: Path, row: dict[str, Any], curve: dict[str, Any]) -> None:
-    results = out_dir / "results.csv"
-    new = not results.exists()
-    with results.open("a", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=RESULT_FIELDS)
+def append_row(path: Path, fields: Sequence[str], row: dict[str, Any]) -> None:
+    """One CSV row, with the header when the file is new."""
+    new = not path.exists()
+    with path.open("a", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=fields)
         if new:
             writer.writeheader()
         writer.writerow(row)
+
+
+def append(out_dir: Path, row: dict[str, Any], curve: dict[str, Any]) -> None:
+    append_row(out_dir / "results.csv", RESULT_FIELDS, row)
     with (out_dir / "curves.jsonl").open("a") as handle:
         handle.write(json.dumps(curve) + "\n")
 
@@ -191,7 +223,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--trace-dir", default=str(ROOT.parent / "shared/data/openb"))
     parser.add_argument("--traces", default="default",
                         help="comma-separated pod-list names (default: default) or 'all'")
-    parser.add_argument("--policies", default=",".join(DEFAULT_POLICIES))
+    parser.add_argument("--policies", default=",".join(DEFAULT_POLICIES),
+                        help="';'-separated when a policy carries weights: "
+                             "'fgd;cost-fragmentation@idlePrice=0'")
     parser.add_argument("--seeds", default="42-51", help="e.g. 42-51 or 42,45")
     parser.add_argument("--inflate", type=float, default=1.3)
     parser.add_argument("--tie-break", default="order", choices=("order", "random"))
@@ -203,8 +237,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--report-only", action="store_true",
                         help="only rewrite the tables and the plot from results already there")
     args = parser.parse_args(argv)
-    policies = [p.strip() for p in args.policies.split(",") if p.strip()]
-    unknown = sorted(set(policies) - set(strategy_names()))
+    separator = ";" if ";" in args.policies or "@" in args.policies else ","
+    policies = [p.strip() for p in args.policies.split(separator) if p.strip()]
+    unknown = sorted({split_policy(p)[0] for p in policies} - set(strategy_names()))
     if unknown:
         parser.error(f"unknown policies {', '.join(unknown)}; accepted: "
                      f"{', '.join(strategy_names())}")

@@ -107,9 +107,16 @@ def main() -> int:
     parser.add_argument("--seeds", default="42-51")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--no-bound", action="store_true")
+    parser.add_argument("--variants", help="';'-separated weight sets of the default, e.g. "
+                        "'idlePrice=0;idlePrice=1,openingCost=0.1' (FGD always runs); "
+                        "default: the four of issue 11")
     args = parser.parse_args()
     seeds = seeds_of(args.seeds)
-    tasks = [(args.trace, args.fleet, s, p, w) for p, w in VARIANTS for s in seeds]
+    variants = VARIANTS if not args.variants else (("fgd", None), *(
+        ("cost-fragmentation", {k.strip(): float(v) for k, _, v in
+                                (p.partition("=") for p in part.split(",") if p.strip())})
+        for part in args.variants.split(";")))
+    tasks = [(args.trace, args.fleet, s, p, w) for p, w in variants for s in seeds]
     started = time.perf_counter()
     with ProcessPoolExecutor(args.jobs) as pool:
         rows = list(pool.map(run, tasks))

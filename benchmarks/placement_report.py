@@ -5,13 +5,18 @@
   median replay time, and our default against FGD on every trace;
 - ``allocation.png``: GPU allocation vs arrived demand on the default trace (median over seeds,
   25-75 % band), with the published medians dashed, like Figure 9a of the paper;
-- ``fleet.md``: the typed, priced fleet, with and without protection.
+- ``fleet.md``: the typed, priced fleet, with and without protection;
+- ``ratio.png`` (issue 27): per trace, our default's median unallocated % at 100 % arrived
+  over FGD's (seed spread as a bar), with the limits of ``bounds.csv`` over FGD's as lines;
+- ``bounds.csv`` (written by ``benchmarks/placement_bounds.py``, read here): per trace the LP
+  and IP limits; they appear beside every policy in ``table.md``.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import math
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
@@ -79,8 +84,33 @@ def seeds_of(rows: Rows, trace: str, policy: str) -> list[str]:
     return [r["seed"] for r in rows if r["trace"] == trace and r["policy"] == policy]
 
 
+BOUND_COLUMNS = ("pooled_lp", "pooled_ip", "config_lp", "config_ip")
+BOUND_NAMES = {"pooled_lp": "LP limit, pooled classes", "pooled_ip": "IP limit, pooled classes",
+               "config_lp": "LP limit, GPU configurations",
+               "config_ip": "IP limit, GPU configurations"}
+
+
+def load_bounds(path: Path) -> dict[str, dict[str, float]]:
+    """trace -> {column of ``BOUND_COLUMNS``: unallocated % at 100 %}, median over seeds."""
+    per: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for row in load_rows(path):
+        for column in BOUND_COLUMNS:
+            if row.get(column):
+                per[row["trace"]][column].append(float(row[column]))
+    return {t: {c: statistics.median(v) for c, v in cols.items()} for t, cols in per.items()}
+
+
+def paired_ratios(rows: Rows, trace: str, policy: str = DEFAULT) -> list[float]:
+    """Per seed: ``policy``'s unallocated % at 100 % over FGD's (same seed)."""
+    fgd = {r["seed"]: float(r["unalloc_100"]) for r in rows
+           if r["trace"] == trace and r["policy"] == "fgd" and r["unalloc_100"]}
+    ours = {r["seed"]: float(r["unalloc_100"]) for r in rows
+            if r["trace"] == trace and r["policy"] == policy and r["unalloc_100"]}
+    return [ours[s] / fgd[s] for s in sorted(set(fgd) & set(ours)) if fgd[s] > 0]
+
+
 def trace_table(rows: Rows, paper: dict[tuple[str, str], dict[int, float]],
-                trace: str) -> list[str]:
+                trace: str, bounds: dict[str, float] | None = None) -> list[str]:
     policies = _sort_policies({r["policy"] for r in rows if r["trace"] == trace})
     n = max(len(seeds_of(rows, trace, p)) for p in policies)
     lines = [f"### {trace} ({n} seeds)", "",
@@ -95,15 +125,26 @@ def trace_table(rows: Rows, paper: dict[tuple[str, str], dict[int, float]],
         name = f"**{policy}**" if policy == DEFAULT else policy
         lines.append(f"| {name} | " + " | ".join(cells) +
                      f" | {_fmt(medians(rows, trace, policy, 'wall_seconds'))} |")
+    for column in BOUND_COLUMNS:
+        if bounds and column in bounds:
+            cells = ["" if k != 100 else _fmt(bounds[column]) for k in PCTS]
+            lines.append(f"| *{BOUND_NAMES[column]}* | " + " | ".join(cells) + " | |")
     return [*lines, ""]
 
 
+def _spread(values: list[float]) -> str:
+    return f"{min(values):.2f}-{max(values):.2f}" if values else "-"
+
+
 def versus_fgd(rows: Rows, paper: dict[tuple[str, str], dict[int, float]],
-               traces: list[str]) -> list[str]:
-    lines = ["### Our default against FGD (median unallocated GPU % at 100 % arrived)", "",
-             "| trace | FGD, paper | FGD, ours | best-fit, ours | **cost-fragmentation** | "
-             "difference | seeds won |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+               traces: list[str], bounds: dict[str, dict[str, float]] | None = None
+               ) -> list[str]:
+    bounds = bounds or {}
+    lines = ["### Our default against FGD (median unallocated GPU % at 100 % arrived; "
+             "[min-max over seeds])", "",
+             "| trace | seeds | FGD, paper | FGD, ours | **cost-fragmentation** | ratio "
+             "(median of per-seed ratios) [spread] | seeds won | LP limit | IP limit |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for trace in traces:
         fgd = {r["seed"]: float(r["unalloc_100"]) for r in rows
                if r["trace"] == trace and r["policy"] == "fgd" and r["unalloc_100"]}
@@ -116,24 +157,29 @@ def versus_fgd(rows: Rows, paper: dict[tuple[str, str], dict[int, float]],
         fgd_median = _median(list(fgd.values()))
         our_median = _median(list(ours.values()))
         assert fgd_median is not None and our_median is not None
+        ratios = paired_ratios(rows, trace)
+        limit = bounds.get(trace, {})
+        lp = limit.get("config_lp", limit.get("pooled_lp"))
+        ip = limit.get("config_ip", limit.get("pooled_ip"))
         lines.append(
-            f"| {trace} | {_fmt(paper.get((trace, 'fgd'), {}).get(100))} | "
-            f"{fgd_median:.2f} | {_fmt(medians(rows, trace, 'best-fit', 'unalloc_100'))} | "
-            f"**{our_median:.2f}** | {our_median - fgd_median:+.2f} | "
-            f"{won}/{len(paired)} |")
+            f"| {trace} | {len(paired)} | {_fmt(paper.get((trace, 'fgd'), {}).get(100))} | "
+            f"{fgd_median:.2f} [{_spread(list(fgd.values()))}] | "
+            f"**{our_median:.2f}** [{_spread(list(ours.values()))}] | "
+            f"{_fmt(_median(ratios))} [{_spread(ratios)}] | {won}/{len(paired)} | "
+            f"{_fmt(lp)} | {_fmt(ip)} |")
     return [*lines, ""]
 
 
 def write_table(rows: Rows, paper: dict[tuple[str, str], dict[int, float]],
-                path: Path) -> None:
+                path: Path, bounds: dict[str, dict[str, float]] | None = None) -> None:
     traces = _sort_traces({r["trace"] for r in rows if not r["trace"].startswith("spot")})
     lines = ["# Placement benchmark results", "",
              "Median over seeds of the unallocated GPU % at 90/95/100/110/130 % of capacity "
              "arrived; the FGD authors' published median in brackets where the paper has "
              "that trace and policy. Generated by `benchmarks/placement.py`.", ""]
-    lines += versus_fgd(rows, paper, traces)
+    lines += versus_fgd(rows, paper, traces, bounds)
     for trace in traces:
-        lines += trace_table(rows, paper, trace)
+        lines += trace_table(rows, paper, trace, (bounds or {}).get(trace))
     path.write_text("\n".join(lines))
 
 
@@ -179,7 +225,8 @@ def published_curves(expected: Path, trace: str) -> dict[str, dict[int, float]]:
     return {p: {k: statistics.median(v) for k, v in c.items()} for p, c in per.items()}
 
 
-def write_plot(curves_path: Path, expected: Path, path: Path, trace: str = "default") -> bool:
+def write_plot(curves_path: Path, expected: Path, path: Path, trace: str = "default",
+               bounds: dict[str, float] | None = None) -> bool:
     if not curves_path.exists():
         return False
     import matplotlib
@@ -214,26 +261,85 @@ def write_plot(curves_path: Path, expected: Path, path: Path, trace: str = "defa
             ax.plot(xs, [paper[policy].get(int(x), np.nan) for x in xs], color=color, lw=1,
                     ls="--")
     ax.plot(xs, np.minimum(xs, 100), color="grey", lw=1, ls=":", label="ideal")
+    for column, marker in (("config_lp", "v"), ("config_ip", "^")):
+        if bounds and column in bounds:  # the limits hold at 100 % arrived
+            ax.plot([100], [100 - bounds[column]], marker=marker, color="black", ls="none",
+                    label=f"{BOUND_NAMES[column]}: {100 - bounds[column]:.2f} %")
     ax.set_xlabel("arrived GPU demand (% of cluster GPUs)")
     ax.set_ylabel("GPU allocation (% of cluster GPUs)")
     ax.set_title(f"openb {trace}: median over seeds, 25-75 % band; dashed: published (FGD)")
     ax.set_xlim(75, 120)
     ax.set_ylim(74, 100)
+    _finish(fig, ax, path, "lower right", 120)
+    return True
+
+
+def _finish(fig: Any, ax: Any, path: Path, legend: str, dpi: int) -> None:
+    import matplotlib.pyplot as plt
+
     ax.grid(alpha=0.3)
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc=legend, fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=dpi)
     plt.close(fig)
+
+
+def write_ratio_plot(rows: Rows, bounds: dict[str, dict[str, float]], path: Path) -> bool:
+    """Per trace: our default over FGD (median of per-seed ratios, min-max bar), and the
+    limits over FGD's median as lines (1.0: as good as FGD; 0.8: the issue 27 target)."""
+    traces = [t for t in _sort_traces({r["trace"] for r in rows
+                                       if not r["trace"].startswith("spot")})
+              if paired_ratios(rows, t)]
+    if not traces:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(11, 5))
+    xs = list(range(len(traces)))
+    mids, lows, highs = [], [], []
+    for trace in traces:
+        ratios = paired_ratios(rows, trace)
+        mid = statistics.median(ratios)
+        mids.append(mid)
+        lows.append(mid - min(ratios))
+        highs.append(max(ratios) - mid)
+    ax.errorbar(xs, mids, yerr=[lows, highs], fmt="o", color="tab:blue", capsize=3,
+                label=f"{DEFAULT} / FGD (median over seeds, min-max)")
+    styles = {"config_lp": ("tab:red", "-"), "config_ip": ("tab:orange", "--"),
+              "pooled_lp": ("grey", ":")}
+    for column, (color, style) in styles.items():
+        ys = []
+        for trace in traces:
+            fgd = medians(rows, trace, "fgd", "unalloc_100")
+            value = bounds.get(trace, {}).get(column)
+            ys.append(float("nan") if value is None or not fgd else value / fgd)
+        if not all(math.isnan(y) for y in ys):
+            ax.plot(xs, ys, color=color, ls=style, marker=".",
+                    label=f"{BOUND_NAMES[column]} / FGD")
+    ax.axhline(1.0, color="black", lw=0.8)
+    ax.axhline(0.8, color="black", lw=0.8, ls="--", label="0.8 x FGD (target on half)")
+    ax.set_xticks(xs, traces, rotation=60, ha="right", fontsize=8)
+    ax.set_ylabel("unallocated GPU % at 100 % arrived, / FGD's")
+    ax.set_ylim(0, 1.2)
+    ax.set_title("openb traces: our default against FGD, and the limits")
+    _finish(fig, ax, path, "lower left", 110)
     return True
 
 
 def write_reports(out_dir: Path, expected: Path) -> list[Path]:
     rows = load_rows(out_dir / "results.csv")
+    bounds = load_bounds(out_dir / "bounds.csv")
     written: list[Path] = []
     if any(not r["trace"].startswith("spot") for r in rows):
-        write_table(rows, published(expected), out_dir / "table.md")
+        write_table(rows, published(expected), out_dir / "table.md", bounds)
         written.append(out_dir / "table.md")
-        if write_plot(out_dir / "curves.jsonl", expected, out_dir / "allocation.png"):
+        if write_ratio_plot(rows, bounds, out_dir / "ratio.png"):
+            written.append(out_dir / "ratio.png")
+        if write_plot(out_dir / "curves.jsonl", expected, out_dir / "allocation.png",
+                      bounds=bounds.get("default")):
             written.append(out_dir / "allocation.png")
     if any(r["trace"].startswith("spot") for r in rows):
         write_fleet(rows, out_dir / "fleet.md")

@@ -12,5 +12,8 @@ One job per module:
 - ``replay``: the loop (snapshot -> fit -> score -> assign -> reserve), one pod at a time;
 - ``metrics``: what is logged per arrival and the curve per 1 % of arrived demand;
 - ``result``: the JSON output and the human summary;
+- ``bound``: the offline limit with node classes pooled (MILP over pod kinds x classes);
+- ``config_bound``: the tighter limit over every configuration of shares one GPU can hold;
+- ``divergence``: the decisions where two settings of one policy choose different nodes;
 - ``command``: the ``simulate`` sub-command.
 """

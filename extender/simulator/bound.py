@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -100,7 +101,6 @@ def arrived_at_capacity(scenario: Scenario, seed: int, inflate: float
 
 def offline_bound(scenario: Scenario, *, seed: int = 42, inflate: float = 1.3,
                   time_limit: float = 60.0) -> Bound:
-    from scipy.optimize import Bounds, LinearConstraint, linprog, milp
     from scipy.sparse import lil_matrix
 
     kinds_arrived = arrived_at_capacity(scenario, seed, inflate)
@@ -161,11 +161,23 @@ def offline_bound(scenario: Scenario, *, seed: int = 42, inflate: float = 1.3,
         base = len(kinds) + 5 * k
         upper[base: base + 5] = (nodes * cls.gpus, nodes * cls.gpus, nodes,
                                  nodes * cls.cpu_milli, nodes * cls.memory_mib)
-    csr = matrix.tocsr()
-    relaxed = linprog(-objective, A_ub=csr, b_ub=upper, bounds=(0, None), method="highs")
+    lp_gpus, best, optimal = solve_packing(objective, matrix.tocsr(), upper, gpus, time_limit)
+    return Bound(scenario.name, seed, gpus, len(kinds_arrived), round(best, 4),
+                 round(lp_gpus, 4), optimal)
+
+
+def solve_packing(objective: npt.NDArray[np.float64], matrix: Any,
+                  upper: npt.NDArray[np.float64], gpus: int, time_limit: float
+                  ) -> tuple[float, float, bool]:
+    """maximise ``objective @ x`` s.t. ``matrix @ x <= upper``, ``x >= 0``, with HiGHS:
+    (the LP optimum, the integer optimum or, past ``time_limit``, the MILP's dual bound, and
+    whether the MILP finished); both capped at ``gpus``."""
+    from scipy.optimize import Bounds, LinearConstraint, linprog, milp
+
+    relaxed = linprog(-objective, A_ub=matrix, b_ub=upper, bounds=(0, None), method="highs")
     lp_gpus = float(-relaxed.fun) if relaxed.status == 0 else float(gpus)
-    result = milp(-objective, constraints=LinearConstraint(csr, -np.inf, upper),
-                  integrality=np.ones(n), bounds=Bounds(0, np.inf),
+    result = milp(-objective, constraints=LinearConstraint(matrix, -np.inf, upper),
+                  integrality=np.ones(len(objective)), bounds=Bounds(0, np.inf),
                   options={"time_limit": time_limit, "mip_rel_gap": 1e-6})
     optimal = result.status == 0
     if optimal:
@@ -173,6 +185,4 @@ def offline_bound(scenario: Scenario, *, seed: int = 42, inflate: float = 1.3,
     else:
         dual = getattr(result, "mip_dual_bound", None)
         best = float(-dual) if dual is not None and np.isfinite(dual) else lp_gpus
-    best = min(best, lp_gpus, float(gpus))
-    return Bound(scenario.name, seed, gpus, len(kinds_arrived), round(best, 4),
-                 round(lp_gpus, 4), optimal)
+    return min(lp_gpus, float(gpus)), min(best, lp_gpus, float(gpus)), optimal

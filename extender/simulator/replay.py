@@ -157,6 +157,8 @@ class Replay:
         self.frag_model = FragModel(platform.catalog, typical_shapes(scenario.typical))
         snapshot = self.inventory.snapshot()
         self._kinds = [self._resolve(kind, snapshot) for kind in scenario.kinds]
+        self.arrival = 0
+        """Index in ``order`` of the pod being placed (read by ``divergence``)."""
 
     def _resolve(self, kind: PodKind, snapshot: ClusterSnapshot) -> _Kind:
         request = self.scenario.platform.placement_request(
@@ -182,6 +184,7 @@ class Replay:
         placed_by_label: dict[str, dict[str, float]] = {}
         placed = failed = failed_milli = untyped_on_protected = 0
         for j, k in enumerate(self.order):
+            self.arrival = j
             entry = self._kinds[int(scenario.pod_kind[int(k)])]
             kind = entry.kind
             snapshot = self.inventory.snapshot()

@@ -126,10 +126,13 @@ def default_keys(ref: NaiveReference, snapshot: ClusterSnapshot, req: GpuRequest
             not (req.kind is RequestKind.WHOLE and req.count == 0) and \
             len({float(catalog.price[t]) for t in typed}) > 1
         price = round(float(catalog.price[taken_type]) * 1000)
+        if not names_prices:  # idlePrice: what opening the node adds to the bill
+            price = round(sum(float(catalog.price[g.type_index]) for g in node.gpus
+                              if g.type_index >= 0) * 1000)
         out.append(OracleNode(row, choice, loss, (ceil_bucket(loss, resolution), idle, price,
                                                   priority), taken))
-    # the keys: the price itself between types the pod names; else, with idlePrice, the price
-    # on idle nodes only (0 on used ones); with elasticNodes the idle bit goes first
+    # the keys: the price itself between types the pod names; else, with idlePrice, the
+    # node's $/h on idle nodes only (0 on used ones); with elasticNodes the idle bit goes first
     any_taken = any(n.taken > 0 for n in out)
     keyed = []
     for n in out:

@@ -68,11 +68,12 @@ CASES = [
             # F after = 0.5 still: dF = 0, bucket ceil(0 / 0.04) = 0
             "fragmentation": (0.0, None), "loss": (0.0, 0),
             "idle node": (0.0, 0),  # GPU 0 holds a pod
-            # idlePrice: the price key is price x idle = 0 on a used node; the value is
-            # still what the pod takes: 1 GPU x the T4's $/h
+            # idlePrice: the price key is the node's $/h x idle = 0 on a used node; the
+            # value is what the pod takes: 1 GPU x the T4's $/h. On the idle node the key
+            # is the node's $/h: 2 T4s x 0.53 = 1.06 -> 1060
             "price": (T4, 0)},
          "idle": {"fragmentation": (0.0, None), "loss": (0.0, 0), "idle node": (1.0, 1),
-                  "price": (T4, round(T4 * 1000))}},
+                  "price": (T4, round(2 * T4 * 1000))}},
         "idle node"), id="equal loss: the used node wins on consolidation"),
     pytest.param(Case(
         "cost-fragmentation", TWO_SHAPES, request("fraction", milli=300), ("used", "idle"),

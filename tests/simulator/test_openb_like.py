@@ -5,9 +5,11 @@ seeded, from the openb composition; it is not the trace. On it, side by side in 
 
 - the default strategy leaves fewer GPUs unallocated at 100 % arrival than FGD (medians over
   three seeds, and on at least two of the three);
-- the offline bound is a lower limit for every policy (no replay beats it);
-- the cost rule: opening the cheapest idle type (``idlePrice`` 1, the default) lowers the bill
-  of the occupied nodes at 25 % arrival against the fixed node order (``idlePrice`` 0).
+- the offline bounds are lower limits for every policy (no replay beats them): the pooled one
+  and the tighter configuration bound (LP and IP), which is no looser than the pooled one;
+- the cost rule: opening the idle node that adds least to the bill (``idlePrice`` 1, the
+  default) lowers the bill of the occupied nodes at 25 % arrival against the fixed node order
+  (``idlePrice`` 0).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import pytest
 
 from extender.core.scoring.cost_fragmentation import CostFragmentation
 from extender.simulator.bound import offline_bound
+from extender.simulator.config_bound import config_bound
 from extender.simulator.openb import platform_for_models
 from extender.simulator.replay import Replay, ReplayOptions, ReplayResult
 from extender.simulator.result import occupied_cost_at
@@ -83,6 +86,17 @@ def test_no_policy_beats_the_offline_bound() -> None:
                                                unallocated("cost-fragmentation", seed))
     assert bound.allocated_gpus <= bound.lp_gpus + 1e-6
     assert bound.pods > 0
+
+
+def test_no_policy_beats_the_configuration_bound() -> None:
+    seed = SEEDS[0]
+    tight = config_bound(scenario(), seed=seed, time_limit=30)
+    pooled = offline_bound(scenario(), seed=seed, time_limit=20)
+    best = min(unallocated("fgd", seed), unallocated("cost-fragmentation", seed))
+    # the IP is within its relaxation, and both within what the policies reach
+    assert pooled.unallocated_pct <= tight.lp_unallocated_pct <= tight.ip_unallocated_pct \
+        <= best
+    assert tight.pods == pooled.pods
 
 
 def test_opening_the_cheapest_idle_type_lowers_the_early_bill() -> None:

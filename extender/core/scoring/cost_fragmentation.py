@@ -13,7 +13,9 @@ Details: for each fitting node ``n`` (for a one-GPU share: each GPU of ``n`` it 
     key   = ( ceil(loss / 0.04),          fragmentation first, at FGD's resolution
               0 if n holds a GPU pod else 1,  consolidate: open an idle node only if better
               p_t  if the pod itself names types of different prices; else, with
-                   ``idlePrice: 1`` (default), p_t on an idle node and 0 on a used one,
+                   ``idlePrice: 1`` (default), P_n on an idle node and 0 on a used one,
+                   P_n = the node's $/h (sum of its GPUs' prices: what opening it adds
+                   to the bill of an elastic pool),
               priority(n) )               a fixed pseudo-random node order (salted hash of
                                           the node's name)
 
@@ -34,8 +36,8 @@ run nowhere else). Cost decides in three places: between the types a pod names i
 (``a100|h800``: the cheaper one, when fragmentation and consolidation are equal - the
 "cheapest type that fits first" of the product brief, within what the pod accepts); when the
 best placement opens an idle node, among the idle nodes equally good for fragmentation, the
-cheapest GPU type (``idlePrice``: on an idle fleet an untyped pod gets the cheapest
-unprotected type; the bill of an elastic pool grows by the least); and, with
+one whose opening adds least to the bill (``idlePrice``: the node's $/h; on an idle fleet
+of equal nodes an untyped pod gets the cheapest unprotected type); and, with
 ``weights.costWeight: 1``, as the exchange rate that turns stranded GPUs into stranded dollars.
 The price is that of the GPU type the pod takes (per GPU-hour), not of the whole node: a pool
 scales nodes of one type, and the type is what the product promises.
@@ -66,10 +68,20 @@ full tables are in benchmarks/README.md; FGD 4.87 % on the default trace):
 - Cost ahead of the node order costs allocation on openb: cheapest type first 7.8 %; cost as
   the tie-break after dF and consolidation 6.1 %; ``costWeight: 1`` 4.48 % (and failures
   from 90 % arrived instead of 95 %), hence the default 0.
-- ``idlePrice`` (price only among idle nodes with equal keys; 2026-12-01, seeds 42-43 only):
-  on openb the occupied-node bill at 25-75 % arrival drops to 0.77-0.81 x FGD's, for 0.56
-  points of allocation (4.99 % against 4.43 % with ``idlePrice: 0``; FGD 5.08 %). It is on
-  by default for the product's "cheap GPUs first" on elastic pools; fixed fleets that value
+- ``idlePrice`` (price only among idle nodes with equal keys) orders them by the *node's*
+  $/h, not by the GPU type's (issue 27). Ordering by type price (the first version) opened
+  8-GPU G2 nodes (8.08 $/h) for the small-CPU pods that the fixed order puts on 2-GPU P100
+  nodes (2.92 $/h, 16 cores), so the P100s were left for the end, when the pods left need
+  more CPU than they have (gpushare40, seed 42: the P100s held 214 GPUs against 235, 21 of
+  the 26 GPUs lost; ``benchmarks/placement_divergence.py``). By node price the P100s open
+  early, as the bill also asks. Seed 42, unallocated % at 100 % / bill at 25-75 % over
+  FGD's: default trace 4.62 % / 0.80-0.87 (type price 4.90 % / 0.79-0.82, ``idlePrice: 0``
+  4.39 % / 1.03-1.16, FGD 5.10 %); gpushare40 5.70 % / 0.81-0.85 (type price 6.19 %,
+  ``idlePrice: 0`` 5.78 %, FGD 6.08 %). Price as an additive loss term instead (0.04 or 0.15
+  GPU per mean GPU price on opening) lost allocation on both (4.84-5.07 %, 6.32-6.40 %).
+  Over all 20 traces (seed 42; benchmarks/README.md) it beats FGD on 17 (0.83-0.99 x) and
+  loses on the CPU-heavy cpu200/235/300 (1.01-1.05 x): there the CPU-rich, dearer 8-GPU nodes
+  it keeps idle are what the CPU-hungry pods need. Fixed fleets that value
   allocation over the bill set ``idlePrice: 0``. ``elasticNodes: 1`` (no idle node while a
   used one fits) was worse on openb (5.90 %) for no further saving.
 """
@@ -165,6 +177,16 @@ def top_rank_scores(*keys: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
     return scores
 
 
+def node_price(snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64]
+               ) -> npt.NDArray[np.float64]:
+    """(n,) $/h of each node: the sum of its GPUs' catalog prices (what an elastic pool pays
+    while the node is in use; the simulator's occupied-node bill prices nodes the same way)."""
+    gpu_type = snapshot.gpu_type[rows]
+    price = np.where(gpu_type >= 0, snapshot.catalog.price[np.maximum(gpu_type, 0)], 0.0)
+    out: npt.NDArray[np.float64] = price.sum(axis=1)
+    return out
+
+
 def buckets(loss: npt.NDArray[np.float64], resolution: float) -> npt.NDArray[np.int64]:
     """``ceil(loss / resolution)``; a hair of float noise does not cross a bucket."""
     out: npt.NDArray[np.int64] = np.ceil(loss / resolution - 1e-9).astype(np.int64)
@@ -199,8 +221,9 @@ WEIGHTS: Mapping[str, Weight] = {
     "typedCost": Weight(1.0, 0.0, 1.0, "1: among the types a pod names itself, the cheaper "
                         "one on equal keys; 0: off", flag=True),
     "idlePrice": Weight(IDLE_PRICE, 0.0, 1.0, "1: among idle nodes equally good for "
-                        "fragmentation, the cheapest GPU type first (an elastic pool pays "
-                        "only for nodes in use); 0: the fixed node order", flag=True),
+                        "fragmentation, the one with the lowest $/h (the sum of its GPUs' "
+                        "prices: an elastic pool pays only for nodes in use); 0: the fixed "
+                        "node order", flag=True),
     "elasticNodes": Weight(0.0, 0.0, 1.0, "1: nodes are billed only while in use (an "
                            "autoscaled pool): open an idle node only when no used node fits, "
                            "ahead of fragmentation; 0: a fixed fleet", flag=True),
@@ -242,10 +265,12 @@ class CostFragmentation:
         typed = self.typed_cost and self._names_alternatives(snapshot, req)
         if typed or (self.idle_price and terms.taken.any()):
             # the price itself: a constant divisor (the mean) would not change the order
-            types = self._taken_type(snapshot, terms.rows, terms.choice)
-            price = np.round(snapshot.catalog.price[types] * 1000).astype(np.int64)
-            if not typed:
-                price = price * terms.idle  # used nodes keep the fixed order among them
+            if typed:
+                types = self._taken_type(snapshot, terms.rows, terms.choice)
+                price = np.round(snapshot.catalog.price[types] * 1000).astype(np.int64)
+            else:  # what opening the node adds to the bill; used nodes keep the fixed order
+                price = np.round(node_price(snapshot, terms.rows) * 1000).astype(np.int64) * \
+                    terms.idle
             keys.append((PRICE, price))
         keys.append((ORDER, terms.priority))
         if self.elastic:
@@ -255,7 +280,9 @@ class CostFragmentation:
     def explain(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult,
                 rows: npt.NDArray[np.int64]) -> list[NodeTerms]:
         """``Explainer``: dF (F before and after), dS, dC and the loss in GPUs, the price of
-        what the pod takes in $/h, then the key's terms in their order."""
+        what the pod takes in $/h, then the key's terms in their order (the price term's
+        value is what the pod takes in $/h; its key, for a pod that names no alternatives,
+        is the node's $/h on an idle node, 0 on a used one)."""
         terms = self.terms(snapshot, req, fit_of_rows(fit, rows))
         keys = self.keys(snapshot, req, terms)
         hourly = snapshot.catalog.price[self._taken_type(snapshot, terms.rows, terms.choice)] \
