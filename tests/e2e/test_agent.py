@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -128,6 +129,19 @@ def gpu_node(tmp_path: Path, count: int, name: str = "NVIDIA L4",
         yield node
 
 
+def _settled_version(api: Any, quiet_s: float = 3.0, deadline_s: float = 60.0) -> str:
+    """The Node's resourceVersion once nothing has written it for ``quiet_s``."""
+    end = time.monotonic() + deadline_s
+    version = api.read_node(NODE).metadata.resource_version
+    while time.monotonic() < end:
+        time.sleep(quiet_s)
+        now = api.read_node(NODE).metadata.resource_version
+        if now == version:
+            return str(version)
+        version = now
+    raise AssertionError(f"node {NODE} kept changing for {deadline_s} s")
+
+
 def test_agent_publishes_and_the_extender_places_by_uuid_then_follows_the_kubelet(
         controlplane_binaries: object, tmp_path: Path) -> None:
     with gpu_node(tmp_path, 2) as node:
@@ -135,8 +149,10 @@ def test_agent_publishes_and_the_extender_places_by_uuid_then_follows_the_kubele
         node.run_command()
         published = api.read_node(NODE).metadata.annotations[ANNOTATION_NODE_GPUS]
         assert [g["uuid"] for g in orjson.loads(published)["gpus"]] == [uuid(0), uuid(1)]
-        # An unchanged pass does not write (the Node's resourceVersion stays).
-        version = api.read_node(NODE).metadata.resource_version
+        # An unchanged pass does not write (the Node's resourceVersion stays). The extender's
+        # capacity publisher patches the node's status once it has read the agent's annotation:
+        # wait for that to settle first.
+        version = _settled_version(api)
         node.run_command()
         assert api.read_node(NODE).metadata.resource_version == version
 

@@ -41,7 +41,9 @@ def proxied_extender(pod: str) -> ExtenderSpec:
     def command(port: int) -> list[str]:
         return [sys.executable, str(PROXY), str(port), str(upstream), pod, "--",
                 sys.executable, "-m", "extender", "serve", "--host", "127.0.0.1",
-                "--port", str(upstream)]
+                "--port", str(upstream),
+                # shares count at node level (scheduler-config/README.md): publish them
+                "--publish-node-capacity", "--leader-namespace", "kube-system"]
 
     return ExtenderSpec(command, cwd=REPO_ROOT, ready_timeout_s=60.0)
 
