@@ -79,9 +79,9 @@ full tables are in benchmarks/README.md; FGD 4.87 % on the default trace):
   4.39 % / 1.03-1.16, FGD 5.10 %); gpushare40 5.70 % / 0.81-0.85 (type price 6.19 %,
   ``idlePrice: 0`` 5.78 %, FGD 6.08 %). Price as an additive loss term instead (0.04 or 0.15
   GPU per mean GPU price on opening) lost allocation on both (4.84-5.07 %, 6.32-6.40 %).
-  Over all 20 traces (seed 42; benchmarks/README.md) it beats FGD on 17 (0.83-0.99 x) and
-  loses on the CPU-heavy cpu200/235/300 (1.01-1.05 x): there the CPU-rich, dearer 8-GPU nodes
-  it keeps idle are what the CPU-hungry pods need. Fixed fleets that value
+  Over all 20 traces (seeds 42-43; benchmarks/README.md) it beats FGD on 18 (medians) and
+  loses on the CPU-heavy cpu200/235 (1.04-1.07 x): there the CPU-rich, dearer 8-GPU nodes it
+  keeps idle are what the CPU-hungry pods need. Fixed fleets that value
   allocation over the bill set ``idlePrice: 0``. ``elasticNodes: 1`` (no idle node while a
   used one fits) was worse on openb (5.90 %) for no further saving.
 """
