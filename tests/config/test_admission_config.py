@@ -48,7 +48,9 @@ def test_a_full_section_builds() -> None:
 
 @pytest.mark.parametrize(("admission", "expected"), [
     P({"bogus": 1}, ["admission.bogus: unknown field; accepted: platformMapping, schedulerName, "
-                     "visibleDevices, warnings"], id="unknown key"),
+                     "visibleDevices, warnings, workloads"], id="unknown key"),
+    P({"workloads": "block"}, ["admission.workloads: must be one of warn, refuse, off, got "
+                               "'block'"], id="an unknown workloads mode"),
     P({"warnings": "yes"}, ["admission.warnings: must be true or false, got 'yes'"],
       id="boolean"),
     P({"schedulerName": {"name": "GPU Scheduler"}},
