@@ -470,7 +470,7 @@ def test_every_rendering_decodes_flyte_labelled_nodes(
 
 
 @pytest.mark.parametrize(("cluster", "image"), [
-    P("v1.31.2-eks-f69f56f", "registry.k8s.io/kube-scheduler:v1.31.2"),
+    P("v1.32.9-eks-f69f56f", "registry.k8s.io/kube-scheduler:v1.32.9"),
     P("v1.33.5-gke.1308000", "registry.k8s.io/kube-scheduler:v1.33.5"),
 ])
 def test_the_second_schedulers_image_follows_the_cluster_version(
