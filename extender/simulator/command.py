@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from typing import Any
+from typing import Any, TextIO
 
 from extender.core.scoring.registry import strategy_names
 from extender.errors import ExtenderError
@@ -95,6 +95,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="equal scores: first node in the seeded node order (the FGD "
                              "simulator, default) or random")
     parser.add_argument("--output", help="write the result as JSON to this file")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="do not report progress on stderr (a long trace takes minutes)")
     parser.set_defaults(run=run)
 
 
@@ -118,6 +120,28 @@ def scenario_from_args(args: Any) -> Scenario:
                                           typed=args.synthetic_typed))
 
 
+class Progress:
+    """Arrivals replayed so far, on stderr: one updating line on a terminal, a line per 10 %
+    elsewhere (a CI log)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._tty = stream.isatty()
+        self._shown = -1
+
+    def __call__(self, done: int, total: int) -> None:
+        percent = 100 * done // total if total else 100
+        if self._tty:
+            end = "\n" if done >= total else ""
+            self._stream.write(f"\rsimulate: {done:,} / {total:,} pods ({percent} %){end}")
+        elif percent // 10 > self._shown // 10 or done >= total:
+            self._stream.write(f"simulate: {done:,} / {total:,} pods ({percent} %)\n")
+        else:
+            return
+        self._shown = percent
+        self._stream.flush()
+
+
 def run(args: argparse.Namespace) -> int:
     if args.cluster_file:
         print(f"error: the what-if on a cluster dump is its own command now: gpu-extender "
@@ -133,7 +157,8 @@ def run(args: argparse.Namespace) -> int:
         scenario = scenario_from_args(args)
         result = Replay(scenario, ReplayOptions(policy=args.policy, seed=args.seed,
                                                 inflate=args.inflate,
-                                                tie_break=args.tie_break)).run()
+                                                tie_break=args.tie_break)).run(
+            None if args.no_progress else Progress(sys.stderr))
     except ExtenderError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -173,8 +174,12 @@ class Replay:
             rows = rows[accepted]
         return _Kind(kind, request, rows)
 
-    def run(self) -> ReplayResult:
+    def run(self, progress: Callable[[int, int], None] | None = None) -> ReplayResult:
+        """``progress(done, total)``: called after every percent of the arrivals (and at the
+        end), for a command to show how far a long trace is."""
         started = time.perf_counter()
+        total = len(self.order)
+        step = max(1, total // 100)
         scenario = self.scenario
         catalog = scenario.platform.catalog
         snapshot = self.inventory.snapshot()
@@ -185,6 +190,8 @@ class Replay:
         placed = failed = failed_milli = untyped_on_protected = 0
         for j, k in enumerate(self.order):
             self.arrival = j
+            if progress is not None and j % step == 0:
+                progress(j, total)
             entry = self._kinds[int(scenario.pod_kind[int(k)])]
             kind = entry.kind
             snapshot = self.inventory.snapshot()
@@ -213,6 +220,8 @@ class Replay:
                     untyped_on_protected += 1
             recorder.arrival(kind.demand_milli, gpus,
                              gpus * float(catalog.price[type_index]) if type_index >= 0 else 0.0)
+        if progress is not None:
+            progress(total, total)
         last = int(np.ceil(self.options.inflate * 100)) if self.options.inflate > 0 else 100
         return ReplayResult(
             scenario=scenario.name, policy=self.policy, seed=self.options.seed,

@@ -78,3 +78,16 @@ def test_bad_numbers_are_usage_errors(capsys: pytest.CaptureFixture[str], args: 
         main(["simulate", *args])
     assert info.value.code == 2
     assert fragment in capsys.readouterr().err
+
+
+def test_progress_goes_to_stderr_a_line_per_ten_percent_off_a_terminal(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--synthetic-nodes", "12", "--policy", "fgd", "--seed", "3"]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    percents = [int(line.rsplit("(", 1)[1].split(" ")[0]) for line in lines
+                if line.startswith("simulate: ")]
+    # 0 %, then one line each time a tenth is passed, and the end
+    assert percents[0] == 0 and percents[-1] == 100
+    assert percents == sorted(percents) and 5 <= len(percents) <= 12
+    assert main(["simulate", "--synthetic-nodes", "12", "--seed", "3", "--no-progress"]) == 0
+    assert "simulate: " not in capsys.readouterr().err
