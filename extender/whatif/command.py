@@ -2,7 +2,7 @@
 ``what_if``, then the table (or JSON/YAML).
 
 Every input is checked before any replay: the policies, the config, the cluster file, every
-manifest (all problems listed at once). Exit codes as in ``extender.cliflags``: 2 for a wrong
+manifest (all problems listed at once). Exit codes as in ``runtime.exits``: 2 for a wrong
 command line or input file, 1 for an invalid platform config or an unwritable ``--output``."""
 
 from __future__ import annotations
@@ -10,9 +10,16 @@ from __future__ import annotations
 import argparse
 import sys
 
-from extender.cliflags import EXIT_FAILURE, EXIT_OK, add_output_flag, emit, fail, terminal_width
 from extender.core.scoring.registry import strategy_names
 from extender.errors import ConfigError, ExtenderError
+from extender.runtime.kubectl import (
+    EXIT_FAILURE,
+    EXIT_OK,
+    add_output_flag,
+    emit,
+    fail,
+    terminal_width,
+)
 
 FORMATS = ("table", "wide", "json", "yaml")
 

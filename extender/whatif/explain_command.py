@@ -1,6 +1,6 @@
 """``gpu-extender explain NAMESPACE/POD`` (and ``kubectl gpu explain``): argument checks, the
 source (the cluster through kubeconfig, a dump, or a running extender), then the summary.
-Exit codes as in ``extender.cliflags``."""
+Exit codes as in ``extender.runtime.kubectl`` (``runtime.exits``)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from extender.cliflags import (
+from extender.errors import ConfigError, ExtenderError
+from extender.runtime.kubectl import (
     EXIT_FAILURE,
     add_kube_flags,
     add_output_flag,
     emit,
     fail,
 )
-from extender.errors import ConfigError, ExtenderError
 
 if TYPE_CHECKING:
     from extender.sync.offline import ClusterObjects

@@ -23,7 +23,13 @@ from typing import Any
 import orjson
 import yaml
 
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+from extender.runtime.exits import EXIT_ERROR, EXIT_OK, EXIT_USAGE
+
+EXIT_FAILURE = EXIT_ERROR
+"""Kept by this name for the what-if and explain commands: ``runtime.exits.EXIT_ERROR``."""
+__all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_USAGE", "add_kube_flags", "add_output_flag", "emit",
+           "fail", "serialize", "terminal_width"]
+
 MIN_WIDTH, DEFAULT_WIDTH = 60, 100
 
 
