@@ -43,7 +43,7 @@ from typing import Any
 
 from gunicorn import http
 from gunicorn import sock as gunicorn_sock
-from gunicorn.workers.gthread import TConn, ThreadWorker
+from gunicorn.workers.gthread import STOP_KEEPALIVE_LINGER, TConn, ThreadWorker
 
 from extender.runtime.command import DEFAULT_HEAD_TIMEOUT_S
 
@@ -88,6 +88,7 @@ class HeadDeadlineWorker(ThreadWorker):  # type: ignore[misc]
         self.head_timeout_s = float(getattr(self.app, "head_timeout_s", DEFAULT_HEAD_TIMEOUT_S))
         self._heads: dict[TConn, _Head] = {}
         """Insertion order is deadline order (one timeout for all): the oldest first."""
+        self._stop_by: float | None = None
 
     # -- the event loop's side (gunicorn calls these on its main thread) ------------------
 
@@ -119,11 +120,18 @@ class HeadDeadlineWorker(ThreadWorker):  # type: ignore[misc]
         self._start_head(conn, handshaking=False)
 
     def murder_pending(self) -> None:
+        """Close heads past their deadline; once the worker stops, every head gets at most
+        gunicorn's ``STOP_KEEPALIVE_LINGER`` more (a request being sent may still finish, a
+        stalled one does not hold the shutdown for its whole timeout)."""
         super().murder_pending()
         now = time.monotonic()
+        if not self.alive and self._stop_by is None:
+            self._stop_by = now + STOP_KEEPALIVE_LINGER
         while self._heads:
             head = next(iter(self._heads.values()))
-            if head.deadline > now:
+            deadline = head.deadline if self._stop_by is None else min(head.deadline,
+                                                                       self._stop_by)
+            if deadline > now:
                 break
             _log.debug("request head not received in time; connection closed",
                        extra={"fields": {"client": str(head.conn.client),
