@@ -11,15 +11,13 @@ Details (``least_allocated.go``, ``most_allocated.go``): with ``capacity`` the n
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import ClassVar
 
 import numpy as np
 
-from extender.config.types import Weight
 from extender.core.fit import FitResult
 from extender.core.request import PlacementRequest
-from extender.core.scoring.base import MAX_SCORE, ScoreResult, StrategyContext
+from extender.core.scoring.base import MAX_SCORE, ScoreResult, StatelessStrategy
 from extender.core.scoring.capacity import unit_take, used_total
 from extender.core.scoring.helpers import fitting, no_choice
 from extender.inventory.snapshot import ClusterSnapshot
@@ -35,13 +33,8 @@ def requested_share(snapshot: ClusterSnapshot, req: PlacementRequest,
     return rows, np.minimum(requested, capacity), capacity
 
 
-class LeastAllocated:
+class LeastAllocated(StatelessStrategy):
     NAME: ClassVar[str] = "least-allocated"
-    WEIGHTS: ClassVar[Mapping[str, Weight]] = {}
-    NEEDS: ClassVar[frozenset[str]] = frozenset()
-
-    def __init__(self, context: StrategyContext) -> None:
-        self.context = context
 
     def score(self, snapshot: ClusterSnapshot, req: PlacementRequest,
               fit: FitResult) -> ScoreResult:
@@ -51,13 +44,8 @@ class LeastAllocated:
         return ScoreResult(rows, scores, no_choice(len(rows)))
 
 
-class MostAllocated:
+class MostAllocated(StatelessStrategy):
     NAME: ClassVar[str] = "most-allocated"
-    WEIGHTS: ClassVar[Mapping[str, Weight]] = {}
-    NEEDS: ClassVar[frozenset[str]] = frozenset()
-
-    def __init__(self, context: StrategyContext) -> None:
-        self.context = context
 
     def score(self, snapshot: ClusterSnapshot, req: PlacementRequest,
               fit: FitResult) -> ScoreResult:
