@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from extender.core.gpu_units import Gpus, Units, gpu_facts, gpu_units
-from extender.core.reasons import AMONG, HAVE, NEED, VERDICT_BY_CODE, Reason, format_reasons
+from extender.core.reasons import AMONG, HAVE, NEED, CodedRows, Reason, format_reasons
 from extender.core.request import PlacementRequest
 from extender.core.rowops import row_any, row_count, row_max, row_min
 from extender.inventory.snapshot import DYNAMIC_MIG, ClusterSnapshot
@@ -33,7 +33,7 @@ from extender.model import RequestKind
 
 
 @dataclass(frozen=True, eq=False)
-class FitResult:
+class FitResult(CodedRows):
     rows: npt.NDArray[np.int64]
     """(n_rows,) candidate rows of the snapshot."""
     code: npt.NDArray[np.int8]
@@ -43,15 +43,6 @@ class FitResult:
     (``core.reasons.Numbers``)."""
     units: npt.NDArray[np.int16]
     """(n_rows, n_gpus) units each GPU can host now (0 on GPUs the pod may not use)."""
-
-    @property
-    def verdict(self) -> npt.NDArray[np.int8]:
-        """(n_rows,) ``Verdict`` values."""
-        return VERDICT_BY_CODE[self.code]
-
-    @property
-    def fits(self) -> npt.NDArray[np.bool_]:
-        return self.code == Reason.FITS
 
     def messages(self, snapshot: ClusterSnapshot) -> list[str]:
         return format_reasons(snapshot.catalog, self.code, self.params)

@@ -52,6 +52,24 @@ def verdict_of(code: int) -> Verdict:
 
 VERDICT_BY_CODE = np.array([verdict_of(c).value for c in range(32)], dtype=np.int8)
 
+
+class CodedRows:
+    """Rows that carry one ``Reason`` code each (``FitResult``, ``scheduling.Evaluation``):
+    which fit, and their ``Verdict`` values."""
+
+    code: npt.NDArray[np.int8]
+
+    @property
+    def fits(self) -> npt.NDArray[np.bool_]:
+        out: npt.NDArray[np.bool_] = self.code == Reason.FITS
+        return out
+
+    @property
+    def verdict(self) -> npt.NDArray[np.int8]:
+        """(n,) ``Verdict`` values."""
+        out: npt.NDArray[np.int8] = VERDICT_BY_CODE[self.code]
+        return out
+
 class Numbers(NamedTuple):
     """The numbers of one reason's message: the columns of ``FitResult.params``, one meaning
     each (0 where a reason has none).

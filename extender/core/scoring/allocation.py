@@ -33,24 +33,33 @@ def requested_share(snapshot: ClusterSnapshot, req: PlacementRequest,
     return rows, np.minimum(requested, capacity), capacity
 
 
-class LeastAllocated(StatelessStrategy):
+class _AllocationScorer(StatelessStrategy):
+    """kube's ``resourceAllocationScorer``: ``share * MAX_SCORE / capacity`` per node, with
+    ``share`` the strategy's part of the node's GPUs (``_share``)."""
+
+    @staticmethod
+    def _share(requested: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def score(self, snapshot: ClusterSnapshot, req: PlacementRequest,
+              fit: FitResult) -> ScoreResult:
+        rows, requested, capacity = requested_share(snapshot, req, fit)
+        safe = np.maximum(capacity, 1.0)
+        scores = np.where(capacity > 0, self._share(requested, capacity) * MAX_SCORE / safe, 0.0)
+        return ScoreResult(rows, scores, no_choice(len(rows)))
+
+
+class LeastAllocated(_AllocationScorer):
     NAME: ClassVar[str] = "least-allocated"
 
-    def score(self, snapshot: ClusterSnapshot, req: PlacementRequest,
-              fit: FitResult) -> ScoreResult:
-        rows, requested, capacity = requested_share(snapshot, req, fit)
-        safe = np.maximum(capacity, 1.0)
-        scores = np.where(capacity > 0, (capacity - requested) * MAX_SCORE / safe, 0.0)
-        return ScoreResult(rows, scores, no_choice(len(rows)))
+    @staticmethod
+    def _share(requested: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+        return capacity - requested
 
 
-class MostAllocated(StatelessStrategy):
+class MostAllocated(_AllocationScorer):
     NAME: ClassVar[str] = "most-allocated"
 
-    def score(self, snapshot: ClusterSnapshot, req: PlacementRequest,
-              fit: FitResult) -> ScoreResult:
-        rows, requested, capacity = requested_share(snapshot, req, fit)
-        safe = np.maximum(capacity, 1.0)
-        scores = np.where(capacity > 0, requested * MAX_SCORE / safe, 0.0)
-        return ScoreResult(rows, scores, no_choice(len(rows)))
-
+    @staticmethod
+    def _share(requested: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+        return requested
