@@ -121,11 +121,11 @@ _GpuNow = tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]
 
 
 def _replica_ok(snapshot: ClusterSnapshot, sel: npt.NDArray[np.int64] | slice,
-                replicas: npt.NDArray[np.int16], total: npt.NDArray[np.int32],
-                free: npt.NDArray[np.int32]) -> npt.NDArray[np.bool_]:
-    """A time-sliced GPU has a replica free and that replica's share of VRAM free: free >=
-    total // replicas (sliced GPUs are few: divide only there)."""
-    sliced = replicas > 0
+                sliced: npt.NDArray[np.bool_], replicas: npt.NDArray[np.int16], *,
+                total: npt.NDArray[np.int32], free: npt.NDArray[np.int32]
+                ) -> npt.NDArray[np.bool_]:
+    """A time-sliced GPU (``sliced``: replicas > 0) has a replica free and that replica's
+    share of VRAM free: free >= total // replicas (sliced GPUs are few: divide only there)."""
     replica_ok = np.zeros(sliced.shape, dtype=bool)
     where = np.nonzero(sliced)
     if len(where[0]):
@@ -142,9 +142,10 @@ def _whole_now(snapshot: ClusterSnapshot, req: PlacementRequest,
     total = snapshot.total_mib[sel]
     free = snapshot.free_mib[sel]
     replicas = snapshot.replicas[sel]
-    replica_ok = _replica_ok(snapshot, sel, replicas, total, free)
+    sliced = replicas > 0
+    replica_ok = _replica_ok(snapshot, sel, sliced, replicas, total=total, free=free)
     capable = gpus.not_mig & ~snapshot.replicas_shared[sel]
-    now = np.where(replicas > 0, replica_ok, (snapshot.pods[sel] == 0) & (free == total))
+    now = np.where(sliced, replica_ok, (snapshot.pods[sel] == 0) & (free == total))
     return capable, now
 
 
@@ -152,8 +153,8 @@ def _shared_now(snapshot: ClusterSnapshot, req: PlacementRequest,
                 sel: npt.NDArray[np.int64] | slice, gpus: Gpus) -> _GpuNow:
     """nvidia.com/gpu.shared: a replica of a GPU time-sliced under that name."""
     replicas = snapshot.replicas[sel]
-    replica_ok = _replica_ok(snapshot, sel, replicas, snapshot.total_mib[sel],
-                             snapshot.free_mib[sel])
+    replica_ok = _replica_ok(snapshot, sel, replicas > 0, replicas,
+                             total=snapshot.total_mib[sel], free=snapshot.free_mib[sel])
     return gpus.not_mig & (replicas > 1) & snapshot.replicas_shared[sel], replica_ok
 
 
