@@ -31,7 +31,7 @@ from extender.demand.metrics import DemandMetrics
 from extender.demand.offers import need_of, offers
 from extender.demand.pack import Plan, pack
 from extender.demand.pending import PendingJudge, PodWait, Waiting
-from extender.demand.view import DemandView
+from extender.demand.view import DemandView, PodsState
 from extender.kube import objects
 from extender.model import PodKey
 from extender.platform import Platform
@@ -58,7 +58,9 @@ class Report:
 
     @property
     def wanted(self) -> tuple[DemandObject, ...]:
-        return tuple(a.wanted for a in self.actions if a.wanted is not None)
+        """The objects created (or, dry, to be created)."""
+        return tuple(a.wanted for a in self.actions
+                     if a.rule is Rule.CREATE and a.wanted is not None)
 
 
 @dataclass
@@ -87,8 +89,7 @@ class Reconciler:
         return [existing_of(kind, obj) for kind in self._kinds()
                 for obj in self.api.list_demand(kind.value, self.namespace, SELECTOR)]
 
-    def plan(self) -> tuple[list[PodWait], Plan]:
-        state = self.view.state()
+    def plan(self, state: PodsState) -> tuple[list[PodWait], Plan]:
         judge = PendingJudge(self.platform, self.scheduler, self.view.kube, self.schedulers,
                              debounce_s=self.config.debounce_seconds, clock=self.clock)
         waits = judge.waiting(state.unbound)
@@ -99,9 +100,9 @@ class Reconciler:
         return waits, pack([n for n in needs if n is not None], offered.values())
 
     def reconcile(self, *, dry_run: bool = False) -> Report:
-        waits, plan = self.plan()
-        wanted = self.emitter.objects(plan)
         state = self.view.state()
+        waits, plan = self.plan(state)
+        wanted = self.emitter.objects(plan)
         try:
             existing = self.existing()
         except KubeError as exc:
@@ -127,7 +128,7 @@ class Reconciler:
                     "kind": action.kind.value, "name": action.name, "why": action.rule.value}})
             except KubeError as exc:
                 errors.append(str(exc))
-        for action in sorted((a for a in actions if a.wanted is not None),
+        for action in sorted((a for a in actions if a.rule is Rule.CREATE),
                              key=lambda a: a.kind is not Kind.POD_TEMPLATE):
             assert action.wanted is not None
             try:
@@ -140,18 +141,30 @@ class Reconciler:
                 "kind": action.kind.value, "name": action.name,
                 "pods": ",".join(action.wanted.pods)}})
             if action.kind is not Kind.POD_TEMPLATE:
-                self._announce(action.wanted, uids)
+                self._announce(action.wanted, action.wanted.pods, uids)
+        for action in (a for a in actions if a.rule is Rule.REFRESH):
+            assert action.wanted is not None
+            annotations = objects.annotations(action.wanted.body)
+            try:
+                self.api.annotate_demand(action.kind.value, self.namespace, action.name,
+                                         {k: str(v) for k, v in annotations.items()})
+            except KubeError as exc:
+                errors.append(str(exc))
+                continue
+            if action.kind is not Kind.POD_TEMPLATE:
+                self._announce(action.wanted, action.added, uids)
         if errors:
             self.metrics.errors.inc(len(errors))
         return errors
 
-    def _announce(self, wanted: DemandObject, uids: dict[str, str]) -> None:
+    def _announce(self, wanted: DemandObject, pods: tuple[str, ...],
+                  uids: dict[str, str]) -> None:
         if self.events is None:
             return
         plural = "s" if wanted.nodes != 1 else ""
         message = (f"waiting for {wanted.nodes} x {wanted.type_id} node{plural} requested via "
                    f"{wanted.via(self.namespace)}")
-        for pod in wanted.pods:
+        for pod in pods:
             namespace, _, name = pod.partition("/")
             self.events.submit(PendingEvent(PodKey(namespace, name, uids.get(pod, "")),
                                             EVENT_REASON, "Normal", message))

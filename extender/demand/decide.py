@@ -5,7 +5,8 @@ For every existing demand object, the first rule that applies:
 
 1. a utility pod that is **bound** goes at once (``BOUND``): the node it asked for exists, and a
    bound whole-GPU pod would hold the GPU the real pods need (nothing in-tree evicts it);
-2. an object still wanted stays (``WANTED``);
+2. an object still wanted stays (``WANTED``); when the pods it serves changed, its pods
+   annotation is brought up to date (``REFRESH``: the plan packed a new pod onto it);
 3. an object whose real pods all **bound or went away** goes at once (``SERVED``);
 4. any other goes once it is ``cooldown`` old (``UNWANTED``), and stays until then
    (``COOLING``): a pod that flips between fitting and not does not flap its demand.
@@ -31,6 +32,7 @@ class Rule(StrEnum):
     CREATE = "create"
     BOUND = "bound"
     WANTED = "wanted"
+    REFRESH = "refresh"
     SERVED = "served"
     UNWANTED = "unwanted"
     COOLING = "cooling"
@@ -63,7 +65,9 @@ class Action:
     name: str
     type_id: str
     wanted: DemandObject | None = None
-    """The object to create (``CREATE``)."""
+    """The object to create (``CREATE``) or whose annotations to refresh (``REFRESH``)."""
+    added: tuple[str, ...] = ()
+    """``REFRESH``: the pods it serves now and did not before."""
 
 
 def existing_of(kind: Kind, obj: Mapping[str, Any]) -> Existing:
@@ -76,14 +80,20 @@ def decide(wanted: Sequence[DemandObject], existing: Iterable[Existing], *,
            bound: Collection[str], present: Collection[str], now: float,
            cooldown_s: float) -> list[Action]:
     """The actions, deletions first, then creations in ``wanted`` order."""
-    wanted_keys = {w.key for w in wanted}
+    by_key = {w.key: w for w in wanted}
     actions: list[Action] = []
     seen: set[tuple[str, str]] = set()
     for item in sorted(existing, key=lambda e: e.key):
         seen.add(item.key)
         if item.kind is Kind.POD and item.node:
             rule = Rule.BOUND
-        elif item.key in wanted_keys:
+        elif item.key in by_key:
+            now_serves = by_key[item.key].pods
+            if set(now_serves) != set(item.pods):
+                added = tuple(p for p in now_serves if p not in item.pods)
+                actions.append(Action(Rule.REFRESH, item.kind, item.name, item.type_id,
+                                      by_key[item.key], added))
+                continue
             rule = Rule.WANTED
         elif all(p in bound or p not in present for p in item.pods):
             rule = Rule.SERVED

@@ -37,6 +37,7 @@ TAINT = {"key": "demand-e2e", "value": "utility-only", "effect": "NoSchedule"}
 IDLE_SCHEDULER = "gpu-scheduler-idle"
 """A scheduler name no scheduler runs: its pod keeps the condition the test writes."""
 SHARES = [f"share-{i}" for i in range(4)]
+LATE = "share-late"
 
 
 def demand_once(cluster: LocalCluster, config: Path, *extra: str) -> dict[str, Any]:
@@ -130,6 +131,20 @@ def test_demand_once_reconcile_rules(controlplane_binaries: ControlPlaneBinaries
         assert actions(report) == [("wanted", "Pod")]
         assert [p.metadata.name for p in utility_pods(cluster)] == [utility.metadata.name]
 
+        # a fifth, 1 GiB share packs onto the same GPU (12288 + 1024 = 13312 <= 15360): the
+        # utility pod now serves it too, and it is told so
+        create_pods(cluster, [gpu_pod(LATE, {"gpu-extender.io/gpu-memory": "1Gi"})])
+        cluster.wait_for(lambda: unschedulable(cluster, LATE), timeout_s=90,
+                         description=f"{LATE} to be Unschedulable")
+        report = demand_once(cluster, demand_config)
+        assert actions(report) == [("refresh", "Pod")]
+        served = api.read_namespaced_pod(utility.metadata.name, NAMESPACE).metadata.annotations[
+            ANNOTATION_PODS].split(",")
+        assert sorted(served) == [f"{NAMESPACE}/{n}" for n in sorted([*SHARES, LATE])]
+        cluster.wait_for(lambda: any(e.reason == "GpuDemandRequested"
+                                     for e in cluster.events_for_pod(NAMESPACE, LATE)),
+                         description="the demand event on the late pod")
+
         # the "autoscaler" brings a node only the utility pod tolerates: it binds there, and
         # the next pass deletes it at once (it would hold the GPU the shares need)
         cluster.create_node("t4-1", {"nvidia.com/gpu": 1}, labels=T4_LABELS, taints=[TAINT])
@@ -143,14 +158,14 @@ def test_demand_once_reconcile_rules(controlplane_binaries: ControlPlaneBinaries
 
         # the node is opened to everyone: the shares bind, and nothing is asked any more
         api.patch_node("t4-1", {"spec": {"taints": []}})
-        for name in SHARES:
+        for name in [*SHARES, LATE]:
             cluster.wait_for(lambda n=name: api.read_namespaced_pod(n, NAMESPACE).spec.node_name,
                              timeout_s=90, description=f"{name} to bind on t4-1")
         report = demand_once(cluster, demand_config)
         assert report["plan"] == [] and report["actions"] == []
         assert utility_pods(cluster) == []
 
-        # a pod that fits now (3072 MiB are free on t4-1) gets no demand
+        # a pod that fits now (15360 - 13312 = 2048 MiB are free on t4-1) gets no demand
         create_pods(cluster, [gpu_pod("fits-now", {"gpu-extender.io/gpu-memory": "2Gi"},
                                       scheduler=IDLE_SCHEDULER)])
         api.patch_namespaced_pod_status("fits-now", NAMESPACE, {"status": {"conditions": [{
