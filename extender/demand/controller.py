@@ -102,7 +102,10 @@ class Reconciler:
     def reconcile(self, *, dry_run: bool = False) -> Report:
         state = self.view.state()
         waits, plan = self.plan(state)
-        wanted = self.emitter.objects(plan)
+        emitted = self.emitter.objects(plan)
+        wanted = list(emitted.objects)
+        if emitted.unmapped:
+            plan = Plan(plan.nodes, plan.unserved + emitted.unmapped)
         try:
             existing = self.existing()
         except KubeError as exc:
