@@ -9,8 +9,14 @@ from pathlib import Path
 import pytest
 
 from extender.cli import main
+from extender.config.admission import AdmissionConfig, SchedulerNameConfig
 from extender.config.demand import DemandConfig, DemandMode
-from extender.demand.command import effective_config, non_negative_seconds, render
+from extender.demand.command import (
+    default_schedulers,
+    effective_config,
+    non_negative_seconds,
+    render,
+)
 
 P = pytest.param
 
@@ -75,3 +81,12 @@ def test_the_text_report() -> None:
         "  unserved d/huge: t4 GPUs have 15360 MiB < 30720 MiB",
         "  would create Pod gpu-demand-t4-ab-0",
     ]
+
+
+@pytest.mark.parametrize(("names", "expected"), [
+    P(SchedulerNameConfig(), ["gpu-scheduler"], id="the GPU profile"),
+    P(SchedulerNameConfig(enabled=False), ["default-scheduler"],
+      id="behind the default scheduler"),
+])
+def test_scheduler_names(names: SchedulerNameConfig, expected: list[str]) -> None:
+    assert default_schedulers(AdmissionConfig(scheduler_name=names)) == expected
