@@ -75,6 +75,8 @@ class Reconciler:
     metrics: DemandMetrics = field(default_factory=DemandMetrics)
     events: EventQueue | None = None
     clock: Callable[[], float] = time.time
+    bound_at: dict[tuple[str, str], float] = field(default_factory=dict)
+    """Utility pods this process deleted as bound, and when (the loop's memory)."""
 
     @property
     def namespace(self) -> str:
@@ -111,8 +113,12 @@ class Reconciler:
         except KubeError as exc:
             self.metrics.errors.inc()
             return Report(tuple(waits), plan, (), (str(exc),), dry_run)
-        actions = decide(wanted, existing, bound=state.bound, present=state.present,
-                         now=self.clock(), cooldown_s=self.config.cooldown_seconds)
+        now = self.clock()
+        cooldown = self.config.cooldown_seconds
+        for key in [k for k, at in self.bound_at.items() if now - at >= cooldown]:
+            del self.bound_at[key]
+        actions = decide(wanted, existing, bound=state.bound, present=state.present, now=now,
+                         cooldown_s=cooldown, held=self.bound_at.keys())
         errors = [] if dry_run else self._apply(actions, state.unbound)
         self._count(plan, existing, actions, dry_run=dry_run)
         return Report(tuple(waits), plan, tuple(actions), tuple(errors), dry_run)
@@ -127,6 +133,8 @@ class Reconciler:
             try:
                 self.api.delete_demand(action.kind.value, self.namespace, action.name)
                 self.metrics.deleted.labels(action.rule.value).inc()
+                if action.rule is Rule.BOUND:
+                    self.bound_at[(action.kind.value, action.name)] = self.clock()
                 _log.info("demand deleted", extra={"fields": {
                     "kind": action.kind.value, "name": action.name, "why": action.rule.value}})
             except KubeError as exc:
@@ -188,15 +196,18 @@ class Reconciler:
 
 
 class DemandLoop:
-    """Runs ``reconciler.reconcile`` every ``interval_s`` from one thread; ``stop`` ends it."""
+    """Runs ``reconciler.reconcile`` every ``interval_s`` from one thread, and at once when
+    ``wake`` is set (a utility pod bound); ``stop`` ends it."""
 
     def __init__(self, reconciler: Reconciler, *, interval_s: float,
-                 synced: Callable[[], bool], leader: LeaderLease | None = None) -> None:
+                 synced: Callable[[], bool], leader: LeaderLease | None = None,
+                 wake: threading.Event | None = None) -> None:
         self._reconciler = reconciler
         self._interval = interval_s
         self._synced = synced
         self._leader = leader
         self._stop = threading.Event()
+        self._wake = wake or threading.Event()
         self._thread = threading.Thread(target=self._run, name="demand-reconcile",
                                         daemon=True)
         self.last: Report | None = None
@@ -206,6 +217,7 @@ class DemandLoop:
 
     def stop(self) -> None:
         self._stop.set()
+        self._wake.set()
         if self._thread.is_alive():
             self._thread.join(timeout=10)
 
@@ -213,7 +225,11 @@ class DemandLoop:
         return self._thread.is_alive()
 
     def _run(self) -> None:
-        while not self._stop.wait(self._interval):
+        while True:
+            self._wake.wait(self._interval)
+            self._wake.clear()
+            if self._stop.is_set():
+                return
             if not self._synced():
                 continue
             if self._leader is not None and not self._leader.leading():

@@ -12,7 +12,9 @@ For every existing demand object, the first rule that applies:
    (``COOLING``): a pod that flips between fitting and not does not flap its demand.
 
 A wanted object that does not exist is created, unless one of that name was just deleted as
-bound in this pass (the next pass decides again, on the view without it).
+bound in this pass (the next pass decides again, on the view without it) or within the
+cooldown before (``HELD``): its node exists and still does not take the real pods (a taint
+they do not tolerate), so asking again would only bind it there again.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ class Rule(StrEnum):
     SERVED = "served"
     UNWANTED = "unwanted"
     COOLING = "cooling"
+    HELD = "held"
 
     @property
     def deletes(self) -> bool:
@@ -78,8 +81,9 @@ def existing_of(kind: Kind, obj: Mapping[str, Any]) -> Existing:
 
 def decide(wanted: Sequence[DemandObject], existing: Iterable[Existing], *,
            bound: Collection[str], present: Collection[str], now: float,
-           cooldown_s: float) -> list[Action]:
-    """The actions, deletions first, then creations in ``wanted`` order."""
+           cooldown_s: float, held: Collection[tuple[str, str]] = ()) -> list[Action]:
+    """The actions, deletions first, then creations in ``wanted`` order. ``held``: keys of
+    utility pods deleted as bound within the cooldown."""
     by_key = {w.key: w for w in wanted}
     actions: list[Action] = []
     seen: set[tuple[str, str]] = set()
@@ -102,6 +106,6 @@ def decide(wanted: Sequence[DemandObject], existing: Iterable[Existing], *,
         else:
             rule = Rule.COOLING
         actions.append(Action(rule, item.kind, item.name, item.type_id))
-    actions += [Action(Rule.CREATE, w.kind, w.name, w.type_id, w) for w in wanted
-                if w.key not in seen]
+    actions += [Action(Rule.HELD if w.key in held else Rule.CREATE, w.kind, w.name, w.type_id,
+                       w) for w in wanted if w.key not in seen]
     return actions

@@ -55,6 +55,13 @@ def test_rules(want: list[DemandObject], have: list[Existing], bound: set[str],
     assert [a.added for a in actions if a.rule is Rule.REFRESH] in ([], [("d/b",)])
 
 
+def test_held_after_a_bound_deletion() -> None:
+    # deleted as bound within the cooldown: its node does not take the real pods; not again
+    actions = decide([wanted("u-0"), wanted("u-1")], [], bound=set(), present={"d/a"},
+                     now=NOW, cooldown_s=COOLDOWN, held={("Pod", "u-0")})
+    assert [(a.rule, a.name) for a in actions] == [(Rule.HELD, "u-0"), (Rule.CREATE, "u-1")]
+
+
 def test_existing_reads_what_emit_writes() -> None:
     pod = {"metadata": {"name": "gpu-demand-t4-abc-0", "creationTimestamp":
                         "2026-12-01T23:00:00Z",

@@ -303,8 +303,9 @@ def running_demand(cluster: LocalCluster, config: Path, log: Path) -> Iterator[s
 
 def test_demand_loop(controlplane_binaries: ControlPlaneBinaries, demand_config: Path,
                      tmp_path: Path) -> None:
-    """The running controller: the utility pod appears by itself, and once the new node
-    exists the shares bind there and no demand object is left."""
+    """The running controller: the utility pod appears by itself; bound on the new node (which
+    only it tolerates), it is deleted at once and not asked for again (held for the
+    cooldown); once the node is open to all, the shares bind there and nothing is left."""
     with gpu_cluster() as cluster:
         api = cluster.api()
         create_priority_class(cluster)
@@ -312,19 +313,28 @@ def test_demand_loop(controlplane_binaries: ControlPlaneBinaries, demand_config:
         create_pods(cluster, [gpu_pod("full", {"nvidia.com/gpu": 1})])
         cluster.wait_for(lambda: api.read_namespaced_pod("full", NAMESPACE).spec.node_name,
                          timeout_s=60, description="the whole-GPU pod to bind")
+        http = urllib3.PoolManager()
         with running_demand(cluster, demand_config, tmp_path / "demand.log") as url:
+            def metrics() -> str:
+                return str(http.request("GET", url + "/metrics").data.decode())
+
             create_pods(cluster, [gpu_pod(n, {"gpu-extender.io/gpu-memory": "3Gi"})
                                   for n in SHARES])
             [utility] = cluster.wait_for(lambda: utility_pods(cluster), timeout_s=120,
                                          description="a utility pod")
             assert utility.metadata.labels[LABEL_TYPE] == "t4"
-            cluster.create_node("t4-1", {"nvidia.com/gpu": 1}, labels=T4_LABELS)
+            cluster.create_node("t4-1", {"nvidia.com/gpu": 1}, labels=T4_LABELS,
+                                taints=[TAINT])
+            cluster.wait_for(lambda: 'gpu_extender_demand_deleted_total{reason="bound"} 1.0'
+                             in metrics(), timeout_s=120,
+                             description="the bound utility pod deleted")
+            api.patch_node("t4-1", {"spec": {"taints": []}})
             for name in SHARES:
                 cluster.wait_for(lambda n=name: api.read_namespaced_pod(
                     n, NAMESPACE).spec.node_name, timeout_s=120,
                     description=f"{name} to bind on t4-1")
             cluster.wait_for(lambda: not utility_pods(cluster), timeout_s=60,
                              description="no demand left")
-            metrics = urllib3.PoolManager().request("GET", url + "/metrics").data.decode()
-            assert 'gpu_extender_demand_created_total{kind="Pod"} 1.0' in metrics
-            assert "gpu_extender_demand_reconcile_errors_total 0.0" in metrics
+            text = metrics()
+            assert 'gpu_extender_demand_created_total{kind="Pod"} 1.0' in text
+            assert "gpu_extender_demand_reconcile_errors_total 0.0" in text
