@@ -80,7 +80,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                         help="namespace of the Lease gpu-extender-demand (default: the demand "
                              "namespace)")
     parser.add_argument("--once", action="store_true",
-                        help="list once, reconcile once, print what was done, exit")
+                        help="list once, reconcile once, print what was done, exit (takes "
+                             "no Lease: beside a running controller, prefer --dry-run)")
     parser.add_argument("--dry-run", action="store_true",
                         help="with --once: write nothing; print the objects it would create")
     parser.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text",

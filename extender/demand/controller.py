@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from extender.apiserver.demand_objects import DemandObjectApi
-from extender.apiserver.errors import KubeError
+from extender.apiserver.errors import Conflict, KubeError
 from extender.apiserver.events import EventQueue, PendingEvent
 from extender.config.demand import DemandConfig, DemandMode
 from extender.demand.decide import Action, Existing, Rule, decide, existing_of
@@ -144,6 +144,8 @@ class Reconciler:
             assert action.wanted is not None
             try:
                 self.api.create_demand(action.kind.value, self.namespace, action.wanted.body)
+            except Conflict:
+                continue  # already there (another pass, a --once beside the loop): idempotent
             except KubeError as exc:
                 errors.append(str(exc))
                 continue
