@@ -27,8 +27,12 @@ Method (one run measures both, side by side, so machine noise hits both alike):
     .venv/bin/python benchmarks/bench_scheduler.py --modes plain extender stock --pods 1000
     .venv/bin/python benchmarks/bench_scheduler.py --modes extender --profile /tmp/prof
 
+``--base-tree DIR`` adds the mode ``base``: the extender mode with the extender run from another
+checkout (``git worktree add --detach DIR <commit>``), so a change and its base are measured
+side by side in one invocation (same load, same control plane binaries).
+
 ``--profile DIR`` samples the extender's worker with py-spy (``pip install py-spy``) during
-the burst: ``DIR/extender-<nodes>.txt`` (collapsed stacks) and a summary printed by
+the burst: ``DIR/<mode>-<nodes>.txt`` (collapsed stacks) and a summary printed by
 ``benchmarks/profile_summary.py``.
 
 Prints one line per (nodes, mode) and the ratios extender / plain and extender / stock.
@@ -75,7 +79,8 @@ _VERB_BUCKET = re.compile(
     rb'^gpu_extender_request_duration_seconds_bucket\{le="([0-9.e+-]+|\+Inf)",verb="(\w+)"\}'
     rb' ([0-9.e+-]+)$', re.MULTILINE)
 _COUNTER = re.compile(rb"^gpu_extender_(\w+)_total ([0-9.e+-]+)$", re.MULTILINE)
-MODES = ("plain", "extender", "stock")
+MODES = ("plain", "extender", "base", "stock")
+EXTENDER_MODES = ("extender", "base")
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -103,11 +108,12 @@ class Result:
         return (self.bound - 1) / self.burst_s if self.bound > 1 and self.burst_s > 0 else 0.0
 
 
-def _extender() -> ExtenderSpec:
+def _extender(tree: Path = REPO_ROOT) -> ExtenderSpec:
+    """``tree``: the checkout the extender runs from (``python -m extender`` in it)."""
     def command(port: int) -> list[str]:
         return [sys.executable, "-m", "extender", "serve", "--host", "127.0.0.1",
                 "--port", str(port)]
-    return ExtenderSpec(command, cwd=REPO_ROOT, ready_timeout_s=120.0)
+    return ExtenderSpec(command, cwd=tree, ready_timeout_s=120.0)
 
 
 def _pod(i: int) -> dict[str, Any]:
@@ -182,7 +188,7 @@ class BindClock:
 
 
 def _scheduler_config(cluster: LocalCluster, mode: str) -> Path:
-    with_extender = mode == "extender"
+    with_extender = mode in EXTENDER_MODES
     source = yaml.safe_load(PROFILE.read_text())
     if not with_extender:
         source.pop("extenders", None)
@@ -257,11 +263,12 @@ def _worker_pid(master: int) -> int | None:
 
 
 def run(mode: str, nodes: int, pods: int, timeout_s: float,
-        profile: Path | None = None) -> Result:
-    with_extender = mode == "extender"
+        profile: Path | None = None, *, base_tree: Path | None = None) -> Result:
+    with_extender = mode in EXTENDER_MODES
+    tree = base_tree if mode == "base" and base_tree is not None else REPO_ROOT
     binaries = find_binaries()
     load_before = os.getloadavg()[0]
-    with LocalCluster(None, _extender() if with_extender else None, binaries,
+    with LocalCluster(None, _extender(tree) if with_extender else None, binaries,
                       apiserver_args=UNTHROTTLED) as cluster:
         _create_all(cluster, nodes, pods)
         if with_extender:
@@ -286,7 +293,7 @@ def run(mode: str, nodes: int, pods: int, timeout_s: float,
                 if cpu_first is None and bound >= pods // 20:
                     cpu_first = (bound, _cpu_by_process(roots))
                     if profile is not None and with_extender:
-                        spy = _start_profiler(cluster, profile, nodes)
+                        spy = _start_profiler(cluster, profile, f"{mode}-{nodes}")
                 if bound <= pods - pods // 20:
                     cpu_last = (bound, _cpu_by_process(roots))
                 time.sleep(0.1)
@@ -313,7 +320,7 @@ def run(mode: str, nodes: int, pods: int, timeout_s: float,
                       (load_before, os.getloadavg()[0]))
 
 
-def _start_profiler(cluster: LocalCluster, directory: Path, nodes: int
+def _start_profiler(cluster: LocalCluster, directory: Path, name: str
                     ) -> subprocess.Popen[bytes] | None:
     master = cluster.extender_pid
     worker = _worker_pid(master) if master is not None else None
@@ -324,9 +331,9 @@ def _start_profiler(cluster: LocalCluster, directory: Path, nodes: int
     spy = Path(sys.executable).with_name("py-spy")
     return subprocess.Popen(
         [str(spy), "record", "--pid", str(worker), "--rate", "250", "--threads", "--gil",
-         "--format", "raw", "--output", str(directory / f"extender-{nodes}.txt"),
+         "--format", "raw", "--output", str(directory / f"{name}.txt"),
          "--nonblocking"], stdout=subprocess.DEVNULL,
-        stderr=(directory / f"py-spy-{nodes}.log").open("wb"))
+        stderr=(directory / f"py-spy-{name}.log").open("wb"))
 
 
 def _metrics(cluster: LocalCluster) -> bytes:
@@ -379,20 +386,25 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds to wait for the burst to bind, per run")
     parser.add_argument("--profile", type=Path, metavar="DIR",
                         help="py-spy the extender's worker during the burst (raw stacks)")
+    parser.add_argument("--base-tree", type=Path, metavar="DIR",
+                        help="mode base: the extender run from this checkout")
     args = parser.parse_args(argv)
+    if "base" in args.modes and args.base_tree is None:
+        parser.error("--modes base needs --base-tree DIR")
     print(f"# bench_scheduler: {args.pods} one-GPU pods released at once onto N nodes x "
           f"{GPUS_PER_NODE} GPUs; pods/s over the burst (first to last bind)")
     for nodes in args.nodes:
         results = {}
         for mode in args.modes:  # reported as each ends: a later failure keeps it
-            results[mode] = run(mode, nodes, args.pods, args.timeout, args.profile)
+            results[mode] = run(mode, nodes, args.pods, args.timeout, args.profile,
+                                base_tree=args.base_tree)
             _report(results[mode])
-        ours = results["extender"].pods_per_s if "extender" in results else None
-        for other in ("plain", "stock"):
-            if ours is not None and other in results:
-                theirs = results[other].pods_per_s
-                print(f"nodes={nodes:5d} ratio extender/{other} = "
-                      f"{ours / theirs if theirs else float('nan'):.2f}", flush=True)
+        for mine in EXTENDER_MODES:
+            for other in ("plain", "stock"):
+                if mine in results and other in results:
+                    ours, theirs = results[mine].pods_per_s, results[other].pods_per_s
+                    print(f"nodes={nodes:5d} ratio {mine}/{other} = "
+                          f"{ours / theirs if theirs else float('nan'):.2f}", flush=True)
     return 0
 
 

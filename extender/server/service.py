@@ -15,6 +15,7 @@ from typing import Any
 from extender.apiserver.binder import Binder
 from extender.apiserver.client import ClaimReader, KubeApi, NodeStatusWriter, PodWriter
 from extender.apiserver.events import EventQueue
+from extender.core.scoring.scored_memo import ScoredMemo
 from extender.core.workload import WorkloadMix
 from extender.inventory.store import Inventory
 from extender.platform import Platform
@@ -154,7 +155,11 @@ class ExtenderService:
                     "inference_failures": float(self.applier.inference_failures_total),
                     "untrusted_assignments": float(self.applier.untrusted_total),
                     "objects_not_applied": float(self.applier.bad_objects_total),
-                    "fit_cache_hits": float(self.verbs.fit_cache_hits)}
+                    "fit_cache_hits": float(self.verbs.fit_cache_hits),
+                    "rows_memo_hits": float(self.scheduler.evaluator.rows.hits)}
+        scored = getattr(self.scheduler.scorer.strategy, "scored", None)
+        if isinstance(scored, ScoredMemo):  # explanations read from their score's arrays
+            counters["explain_terms_reused"] = float(scored.hits)
         if self.event_queue is not None:
             queue = self.event_queue
             counters |= {"events_written": float(queue.written),

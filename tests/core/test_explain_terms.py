@@ -33,8 +33,10 @@ T4, L4 = (float(catalog().price[next(iter(catalog().resolve(n)))]) for n in ("t4
 
 
 def explain(strategy_name: str, shapes: dict[Shape, float], req: GpuRequest,
-            nodes: tuple[str, ...]) -> list[NodeTerms]:
-    """``strategy_name``'s terms of ``nodes``, in that order."""
+            nodes: tuple[str, ...], *, scored_first: bool = False) -> list[NodeTerms]:
+    """``strategy_name``'s terms of ``nodes``, in that order; ``scored_first``: after a
+    ``score`` of the same fit, as after prioritize (the terms are then read out of that
+    call's arrays, ``ScoredMemo``, and must be the same)."""
     inv = inventory(node("used", "t4", 2), node("idle", "t4", 2), node("l4", "l4", 2))
     place(inv, request("fraction", milli=500), "used")  # GPU 0 of "used": x = (500, 1000)
     snap = inv.snapshot()
@@ -45,7 +47,13 @@ def explain(strategy_name: str, shapes: dict[Shape, float], req: GpuRequest,
     preq = placement(req, "platform")
     result = fit(snap, preq, snap.valid_rows())
     rows = np.array([snap.node_index[n] for n in nodes], dtype=np.int64)
-    return strategy.explain(snap, preq, result, rows)
+    memo = getattr(strategy, "scored", None)
+    if scored_first:
+        strategy.score(snap, preq, result)
+    explained = strategy.explain(snap, preq, result, rows)
+    if memo is not None:  # read from the score's arrays exactly when there was a score
+        assert memo.hits == int(scored_first)
+    return explained
 
 
 @dataclass(frozen=True)
@@ -109,9 +117,11 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("scored_first", [False, True], ids=["alone", "after score"])
 @pytest.mark.parametrize("case", CASES)
-def test_explanation_terms(case: Case) -> None:
-    explained = explain(case.strategy, case.shapes, case.request, case.nodes)
+def test_explanation_terms(case: Case, scored_first: bool) -> None:
+    explained = explain(case.strategy, case.shapes, case.request, case.nodes,
+                        scored_first=scored_first)
     got = {n: {t.name: (round(t.value, 6), t.key) for t in terms}
            for n, terms in zip(case.nodes, explained, strict=True)}
     for name, expected in case.expected.items():

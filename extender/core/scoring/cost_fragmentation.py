@@ -91,7 +91,7 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import ClassVar
 
 import numpy as np
@@ -107,6 +107,7 @@ from extender.core.scoring.base import NodeTerms, ScoreResult, StrategyContext, 
 from extender.core.scoring.capacity import free_by_type, unit_take, used_total
 from extender.core.scoring.helpers import fit_of_rows
 from extender.core.scoring.rank import buckets, top_rank_scores
+from extender.core.scoring.scored_memo import ScoredMemo, positions_of
 from extender.core.workload import gpu_equivalents
 from extender.inventory.snapshot import ClusterSnapshot
 from extender.model import RequestKind
@@ -158,6 +159,14 @@ class Terms:
     frag_before: npt.NDArray[np.float64]
     """F of the node before the placement, GPUs (dF = F after - F before)."""
 
+    def at(self, positions: npt.NDArray[np.int64]) -> Terms:
+        """These terms at ``positions`` only."""
+        return Terms(*(getattr(self, f.name)[positions] for f in fields(self)))
+
+
+Keys = list[tuple[str, npt.NDArray[np.int64]]]
+"""The ranking key, named, in comparison order (``CostFragmentation.keys``)."""
+
 
 WEIGHTS: Mapping[str, Weight] = {
     "costWeight": Weight(0.0, 0.0, 4.0, "w: the loss is multiplied by (p_t / p_mean) ^ w "
@@ -198,11 +207,15 @@ class CostFragmentation:
         self.elastic = weights["elasticNodes"] > 0
         self._claim_model: FragModel | None = None
         self._demand = np.zeros(0)
+        self.scored: ScoredMemo[tuple[Terms, Keys]] = ScoredMemo()
+        """The last calls' terms and keys, for ``explain`` of the same call."""
 
     def score(self, snapshot: ClusterSnapshot, req: PlacementRequest,
               fit: FitResult) -> ScoreResult:
         terms = self.terms(snapshot, req, fit)
-        scores = top_rank_scores(*(key for _, key in self.keys(snapshot, req, terms)))
+        keys = self.keys(snapshot, req, terms)
+        self.scored.keep(fit, snapshot, req, (terms, keys))
+        scores = top_rank_scores(*(key for _, key in keys))
         return ScoreResult(terms.rows, scores, terms.choice)
 
     def keys(self, snapshot: ClusterSnapshot, req: PlacementRequest, terms: Terms
@@ -229,9 +242,11 @@ class CostFragmentation:
         """``Explainer``: dF (F before and after), dS, dC and the loss in GPUs, the price of
         what the pod takes in $/h, then the key's terms in their order (the price term's
         value is what the pod takes in $/h; its key, for a pod that names no alternatives,
-        is the node's $/h on an idle node, 0 on a used one)."""
-        terms = self.terms(snapshot, req, fit_of_rows(fit, rows))
-        keys = self.keys(snapshot, req, terms)
+        is the node's $/h on an idle node, 0 on a used one).
+
+        After a ``score`` of the same ``fit`` the terms and keys are that call's, read at
+        ``rows`` (``ScoredMemo``); else they are computed for ``rows`` alone."""
+        terms, keys = self._terms_at(snapshot, req, fit, rows)
         hourly = snapshot.catalog.price[self._taken_type(snapshot, terms.rows, terms.choice)] \
             * terms.taken
         out: list[NodeTerms] = []
@@ -254,6 +269,16 @@ class CostFragmentation:
                          for name, key in keys]
             out.append((*info, *key_terms))
         return out
+
+    def _terms_at(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult,
+                  rows: npt.NDArray[np.int64]) -> tuple[Terms, Keys]:
+        kept = self.scored.get(fit, snapshot, req)
+        positions = positions_of(kept[0].rows, rows) if kept is not None else None
+        if kept is None or positions is None:
+            terms = self.terms(snapshot, req, fit_of_rows(fit, rows))
+            return terms, self.keys(snapshot, req, terms)
+        scored, keys = kept
+        return scored.at(positions), [(name, key[positions]) for name, key in keys]
 
     def terms(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult
               ) -> Terms:
