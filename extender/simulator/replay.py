@@ -102,13 +102,16 @@ class ReplayResult:
         return None
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False)
 class _Kind:
-    """A pod kind resolved once: its request and the rows it may ever fit on."""
+    """A pod kind resolved once: its request and the rows it may still fit on."""
 
     kind: PodKind
     request: PlacementRequest
     rows: npt.NDArray[np.int64]
+    """Shrinks as the replay goes: pods never leave, so a node's free GPUs, CPU and memory
+    only shrink, and a kind that no longer fits a node never will again (``Replay._place``
+    drops it). Fitting fewer rows changes no decision: only fitting rows are scored."""
 
 
 def seeds(seed: int) -> tuple[np.random.Generator, np.random.Generator, np.random.Generator,
@@ -238,7 +241,10 @@ class Replay:
     def _place(self, snapshot: ClusterSnapshot, entry: _Kind) -> Assignment | None:
         request = entry.request
         verdict = fit(snapshot, request, entry.rows, check_cpu_memory=True)
-        if not verdict.fits.any():
+        fits = verdict.fits
+        if not fits.all():
+            entry.rows = entry.rows[fits]
+        if not fits.any():
             return None
         ranked = self.strategy.score(snapshot, request, verdict)
         placement = place(snapshot, request, verdict, ranked, gpus=entry.kind.gpu_pod,

@@ -184,7 +184,8 @@ SINGLE_MISTAKES = [
       "must be a number, got 'high'", id="a weight must be a number"),
     P({"scoring": {"weights": {"fragmentation": 2}}}, "scoring.weights.fragmentation",
       "strategy 'cost-fragmentation' has no weight 'fragmentation'; accepted: claimWeight, "
-      "costWeight, elasticNodes, fragResolution, idlePrice, memoryWeight, typedCost",
+      "costWeight, elasticNodes, fragResolution, idlePrice, idlePriceCpu, memoryWeight, "
+      "typedCost",
       id="a weight the default strategy does not read is rejected, naming those it reads"),
     P({"scoring": {"strategy": "best-fit", "weights": {"costWeight": 1}}},
       "scoring.weights.costWeight",

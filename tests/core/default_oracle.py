@@ -62,6 +62,27 @@ def claims(ref: NaiveReference, snapshot: ClusterSnapshot,
     return out
 
 
+def cpu_to_spare(ref: NaiveReference, snapshot: ClusterSnapshot,
+                 shapes: Mapping[Shape, float], room: float) -> bool:
+    """The mix's CPU per GPU (every shape, CPU-only ones included) <= ``room`` x the free CPU
+    of the nodes with GPUs per free GPU: e.g. shapes 1 GPU / 8 CPU and 0 GPU / 4 CPU at equal
+    weight ask 12 CPU per GPU; 4 free GPUs beside 60 free CPU give 15 per GPU, and
+    12 <= 0.9 x 15 = 13.5."""
+    cpu = sum(w * s.cpu_milli for s, w in shapes.items())
+    gpus = sum(w * gpu_equivalents(s) for s, w in shapes.items())
+    if gpus <= 0 or cpu <= 0:
+        return True
+    free_gpus = free_cpu = 0.0
+    for row in range(snapshot.n_nodes):
+        if not snapshot.node_valid[row]:
+            continue
+        node = node_view(snapshot, row)
+        if node.gpus:
+            free_gpus += sum(1.0 - ref.used_fraction(g) for g in node.gpus)
+            free_cpu += node.cpu_free
+    return free_gpus <= 0 or cpu / gpus * free_gpus <= room * free_cpu
+
+
 def default_keys(ref: NaiveReference, snapshot: ClusterSnapshot, req: GpuRequest,
                  rows: Sequence[int], units: Mapping[int, Sequence[int]], *,
                  shapes: Mapping[Shape, float], weights: Mapping[str, float], salt: int,
@@ -131,9 +152,11 @@ def default_keys(ref: NaiveReference, snapshot: ClusterSnapshot, req: GpuRequest
                               if g.type_index >= 0) * 1000)
         out.append(OracleNode(row, choice, loss, (ceil_bucket(loss, resolution), idle, price,
                                                   priority), taken))
-    # the keys: the price itself between types the pod names; else, with idlePrice, the
-    # node's $/h on idle nodes only (0 on used ones); with elasticNodes the idle bit goes first
-    any_taken = any(n.taken > 0 for n in out)
+    # the keys: the price itself between types the pod names; else, with idlePrice and CPU to
+    # spare, the node's $/h on idle nodes only (0 on used ones); with elasticNodes the idle
+    # bit goes first
+    any_taken = any(n.taken > 0 for n in out) and \
+        cpu_to_spare(ref, snapshot, shapes, weights["idlePriceCpu"])
     keyed = []
     for n in out:
         bucket, idle, price, priority = n.key

@@ -14,6 +14,7 @@ from extender.core.scoring.base import StrategyContext
 from extender.core.scoring.capacity import free_by_type, request_fraction, used_fraction
 from extender.core.scoring.cost_fragmentation import CheapestFirst
 from extender.core.scoring.registry import make_strategy, strategy_names
+from extender.core.workload import Shape, WorkloadMix
 from extender.inventory import ClusterSnapshot
 from extender.model import GpuRequest
 from tests.core.helpers import (
@@ -197,6 +198,36 @@ def test_idle_price_off_falls_back_to_the_fixed_node_order() -> None:
     picks = {top_node(idle_fleet(range(len(IDLE_FLEET))), request("whole", 1),
                       {"idlePrice": 0.0}, seed) for seed in range(8)}
     assert picks != {"n-t4"}
+
+
+def cpu_mix(cpu_only_milli: int) -> WorkloadMix:
+    """Half the pods 1 GPU with 16 CPU, half CPU-only with ``cpu_only_milli``."""
+    return WorkloadMix(prior=[(Shape(1, cpu_milli=16_000), 1.0),
+                              (Shape(0, milli=0, cpu_milli=cpu_only_milli), 1.0)])
+
+
+CPU_GATE_CASES = [
+    # the idle fleet: 5 nodes of 1 GPU and 64 CPU -> 320 free CPU / 5 free GPUs = 64 per GPU;
+    # the price orders idle nodes while the mix asks <= 0.9 x 64 = 57.6 CPU per GPU
+    pytest.param(16_000, True, id="mix 16 + 16 = 32 CPU per GPU <= 57.6: the cheapest node"),
+    pytest.param(40_000, True, id="mix 16 + 40 = 56 CPU per GPU <= 57.6: the cheapest node"),
+    pytest.param(44_000, False, id="mix 16 + 44 = 60 CPU per GPU > 57.6: the fixed order"),
+]
+
+
+@pytest.mark.parametrize(("cpu_only", "priced"), CPU_GATE_CASES)
+def test_the_idle_price_orders_idle_nodes_only_while_cpu_is_to_spare(
+        cpu_only: int, priced: bool) -> None:
+    snap = idle_fleet(range(len(IDLE_FLEET)))
+    picks = set()
+    for seed in range(8):
+        preq = placement(request("whole", 1), "", 16_000)
+        strategy = make_strategy("cost-fragmentation", StrategyContext(
+            catalog(), platform().config.scoring, workload=cpu_mix(cpu_only),
+            rng=np.random.default_rng(seed)))
+        out = strategy.score(snap, preq, fit(snap, preq, snap.valid_rows()))
+        picks.add(snap.node_names[int(out.rows[int(np.argmax(out.scores))])])
+    assert (picks == {"n-t4"}) is priced
 
 
 def test_a_used_node_is_still_preferred_to_opening_a_cheaper_idle_one() -> None:
