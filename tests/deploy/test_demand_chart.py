@@ -7,7 +7,6 @@ and writes its demand objects only in the release namespace and only those of it
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,10 +16,10 @@ from kubernetes import client
 from localcluster import LocalCluster
 from localcluster.helm import CHART, DEMAND_MODES, MODES, Helm
 from tests.deploy.test_apiserver import dry_run_all
+from tests.e2e.demand_harness import apply_provisioning_request_crd
 
 pytestmark = pytest.mark.deploy
 
-CRD = Path(__file__).parents[1] / "data" / "crds" / "provisioningrequests.autoscaling.x-k8s.io.yaml"
 RELEASE_NAMESPACE = "gpu-demand"
 OTHER_NAMESPACE = "default"
 PROVREQ, UTILITY = DEMAND_MODES
@@ -58,7 +57,6 @@ def test_demand_is_off_by_default(helm: Helm) -> None:
 CLUSTER_RULES = [
     {"apiGroups": [""], "resources": ["nodes", "pods"], "verbs": ["get", "list", "watch"]},
     {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
-    {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
 ]
 LEASE_RULES = [
     {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
@@ -131,6 +129,18 @@ def test_the_platform_config_runs_the_mode_the_rbac_was_granted_for(
     assert "demand" not in off
 
 
+@pytest.mark.parametrize(("mode", "scheduler"), [("second-scheduler", "gpu-scheduler"),
+                                               ("extender-service", "default-scheduler")])
+def test_demand_serves_the_scheduler_that_calls_the_extender(
+        helm: Helm, mode: str, scheduler: str) -> None:
+    """Its pods are the ones that scheduler judges, and its utility pods run under it (so the
+    extender marks them Unschedulable, which is what autoscalers act on)."""
+    documents = helm.documents(set_values=(*demand_sets(UTILITY), f"mode={mode}"))
+    [container] = _demand(documents, "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert [a for a in container["args"] if a.startswith("--scheduler-name")] == [
+        f"--scheduler-name={scheduler}"]
+
+
 @pytest.mark.parametrize(("sets", "message"), [
     (["demand.mode=karpenter"], "at '/demand/mode': value must be one of"),
     (["demand.priorityClass.value=10"], "at '/demand/priorityClass/value': maximum"),
@@ -154,19 +164,6 @@ def cluster(controlplane_binaries: object) -> Iterator[LocalCluster]:
     with LocalCluster() as local:
         apply_provisioning_request_crd(local)
         yield local
-
-
-def apply_provisioning_request_crd(cluster: LocalCluster) -> None:
-    extensions = client.ApiextensionsV1Api(cluster.api_client())
-    extensions.create_custom_resource_definition(yaml.safe_load(CRD.read_text()))
-
-    def established() -> bool:
-        crd = extensions.read_custom_resource_definition(
-            "provisioningrequests.autoscaling.x-k8s.io")
-        return any(c.type == "Established" and c.status == "True"
-                   for c in (crd.status.conditions or []))
-
-    cluster.wait_for(established, timeout_s=60, description="the CRD to be established")
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -207,7 +204,8 @@ GRANTS: list[tuple[Attributes, tuple[bool, bool]]] = [
     (("list", "pods", OTH, "", "", ""), (True, True)),
     (("watch", "nodes", "", "", "", ""), (True, True)),
     (("create", "events", OTH, "", "", ""), (True, True)),
-    (("patch", "events", OTH, "events.k8s.io", "", ""), (True, True)),
+    (("patch", "events", OTH, "", "", ""), (True, True)),
+    (("create", "events", OTH, "events.k8s.io", "", ""), (False, False)),
     (("update", "leases", REL, "coordination.k8s.io", "", "gpu-extender-demand"), (True, True)),
     (("update", "leases", REL, "coordination.k8s.io", "", "kube-scheduler"), (False, False)),
     (("create", "provisioningrequests", REL, PR, "", ""), (True, False)),

@@ -12,7 +12,8 @@ ProvisioningRequest) or Karpenter (for a pending utility pod) would on a cloud.
 The shape of a pod spec: ``nvidia.com/gpu`` (summed over the containers) GPUs; labels from its
 nodeSelector and from the ``In`` (first value) / ``Exists`` terms of its required node affinity,
 as GFD and the cloud would label such a node; GFD's ``nvidia.com/gpu.count`` and
-``nvidia.com/gpu.memory`` (what the GPU really reports, ``REPORTED_MIB``) added. Everything it
+``nvidia.com/gpu.memory`` (what the GPU really reports, ``REPORTED_MIB``) added. Nodes get no
+taints (the demand's tolerations have nothing to tolerate). Everything it
 created is in ``scale_ups``, for the test to assert type and count.
 
 One thread, owned by the context manager (``with FakeAutoscaler(...) as scaler``), stopped on
@@ -31,15 +32,17 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client import ApiException
 
+from extender.config import load_config_text
+from extender.platform import build_platform
 from localcluster import LocalCluster
 from localcluster.kwok import Kwok
 
 GROUP, VERSION, PLURAL = "autoscaling.x-k8s.io", "v1", "provisioningrequests"
 PRODUCT_LABEL = "nvidia.com/gpu.product"
 WHOLE_GPU = "nvidia.com/gpu"
-# GFD's nvidia.com/gpu.memory per product (MiB): what the GPU reports, not its nominal size.
-REPORTED_MIB = {"Tesla-T4": 15360, "NVIDIA-L4": 23034, "NVIDIA-A10G": 23028,
-                "NVIDIA-L40S": 46068, "NVIDIA-A100-SXM4-80GB": 81920}
+# GFD's nvidia.com/gpu.memory per catalog type (MiB): what the GPU reports, not its nominal
+# size (a T4 reports 15360 of its 16384).
+REPORTED_MIB = {"t4": 15360, "l4": 23034, "a10g": 23028, "l40s": 46068, "a100-80gb": 81920}
 
 
 @dataclass(frozen=True)
@@ -53,8 +56,9 @@ class ScaleUp:
     """``provisioningrequest/<ns>/<name>`` or ``pod/<ns>/<name>``."""
 
     @property
-    def product(self) -> str:
-        return self.labels.get(PRODUCT_LABEL, "")
+    def type_id(self) -> str:
+        """The catalog type of the node's GPUs (t4, l4, ...)."""
+        return catalog_type(self.labels.get(PRODUCT_LABEL, ""))
 
 
 def node_shape(spec: Mapping[str, Any]) -> tuple[dict[str, str], int]:
@@ -75,9 +79,17 @@ def node_shape(spec: Mapping[str, Any]) -> tuple[dict[str, str], int]:
         elif expression["operator"] == "Exists":
             labels[expression["key"]] = "true"
     labels["nvidia.com/gpu.count"] = str(gpus)
-    if labels.get(PRODUCT_LABEL) in REPORTED_MIB:
-        labels["nvidia.com/gpu.memory"] = str(REPORTED_MIB[labels[PRODUCT_LABEL]])
+    type_id = catalog_type(labels.get(PRODUCT_LABEL, ""))
+    if type_id in REPORTED_MIB:
+        labels["nvidia.com/gpu.memory"] = str(REPORTED_MIB[type_id])
     return labels, gpus
+
+
+def catalog_type(product: str) -> str:
+    """The shipped catalog's type id for a GFD product name ("" when unknown)."""
+    catalog = build_platform(load_config_text("")).catalog
+    index = catalog.resolve_node_type(product) if product else None
+    return catalog.id_of(index) if index is not None else ""
 
 
 @dataclass
@@ -126,8 +138,9 @@ class FakeAutoscaler:
         for request in listed.get("items", []):
             meta = request["metadata"]
             key = f"provisioningrequest/{meta['namespace']}/{meta['name']}"
+            served = f"{key}/{meta['uid']}"  # a re-created request is served (and counted) again
             conditions = (request.get("status") or {}).get("conditions") or []
-            if key in self._served or any(c["type"] == "Provisioned" for c in conditions):
+            if served in self._served or any(c["type"] == "Provisioned" for c in conditions):
                 continue
             for pod_set in request["spec"]["podSets"]:
                 template = core.read_namespaced_pod_template(
@@ -136,7 +149,7 @@ class FakeAutoscaler:
                     template.template.spec)
                 for _ in range(int(pod_set["count"])):
                     self._create_node(spec, key)
-            self._served.add(key)
+            self._served.add(served)
             custom.patch_namespaced_custom_object_status(
                 GROUP, VERSION, meta["namespace"], PLURAL, meta["name"],
                 {"status": {"conditions": [_condition("Accepted"), _condition("Provisioned")]}})
@@ -146,10 +159,11 @@ class FakeAutoscaler:
         for pod in self.cluster.api().list_pod_for_all_namespaces(
                 label_selector=selector).items:
             key = f"pod/{pod.metadata.namespace}/{pod.metadata.name}"
-            if key in self._served or pod.spec.node_name or not _unschedulable(pod):
+            served = f"{key}/{pod.metadata.uid}"
+            if served in self._served or pod.spec.node_name or not _unschedulable(pod):
                 continue
             self._create_node(api_client.sanitize_for_serialization(pod.spec), key)
-            self._served.add(key)
+            self._served.add(served)
 
     def _create_node(self, spec: Mapping[str, Any], source: str) -> None:
         labels, gpus = node_shape(spec)
