@@ -42,6 +42,9 @@ COMMANDS: dict[str, Command] = {
                      "NVML node agent: publish the node's GPUs, usage vs declared VRAM"),
     "webhook": Command("extender.webhook.command", "webhook",
                        "run the admission webhook (validate and mutate GPU pods)"),
+    "demand": Command("extender.demand.command", "serve",
+                      "turn GPU pods that fit nowhere into demand autoscalers act on "
+                      "(utility pods, ProvisioningRequests)"),
     "webhook-certs": Command("extender.webhook.command", "webhook",
                              "create the webhook's CA and serving certificate (no cert-manager)"),
 }

@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from extender.config.admission import apply_admission_defaults
+from extender.config.demand import apply_demand_defaults
 from extender.config.handoff import apply_handoff_defaults
 from extender.config.platforms import apply_platform_defaults
 
@@ -61,6 +62,7 @@ def apply_defaults(raw: dict[str, Any]) -> dict[str, Any]:
     apply_admission_defaults(out)
     apply_platform_defaults(out)
     apply_handoff_defaults(out)
+    apply_demand_defaults(out)
     return out
 
 

@@ -13,6 +13,7 @@ import yaml
 from extender.config.admission import build_admission
 from extender.config.build import build_accelerator
 from extender.config.defaults import apply_defaults, effective_accelerators
+from extender.config.demand import build_demand
 from extender.config.handoff import build_handoff
 from extender.config.platforms import (
     build_flyte,
@@ -106,4 +107,5 @@ def build_config(raw: dict[str, Any]) -> PlatformConfig:
         admission=build_admission(raw["admission"]),
         foreign_forms=build_foreign_forms(raw["foreignForms"]),
         handoff=build_handoff(raw["handoff"]),
+        demand=build_demand(raw["demand"]),
     )

@@ -13,6 +13,7 @@ from enum import StrEnum
 
 from extender.catalog.types import AcceleratorType
 from extender.config.admission.types import AdmissionConfig
+from extender.config.demand.types import DemandConfig
 
 
 @dataclass(frozen=True)
@@ -168,3 +169,5 @@ class PlatformConfig:
     foreign_forms: ForeignFormsConfig = field(default_factory=ForeignFormsConfig)
     handoff: HandoffConfig = field(default_factory=HandoffConfig)
     """How a share's GPU reaches its containers, per node pool (docs/handoff.md)."""
+    demand: DemandConfig = field(default_factory=DemandConfig)
+    """What ``gpu-extender demand`` asks autoscalers for (docs/autoscaling.md)."""

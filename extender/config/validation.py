@@ -17,6 +17,7 @@ from extender.catalog import AcceleratorType, Catalog, normalize_name
 from extender.config.admission import validate_admission
 from extender.config.build import build_accelerator
 from extender.config.defaults import API_VERSION, KIND, effective_accelerators
+from extender.config.demand import validate_demand
 from extender.config.handoff import validate_handoff
 from extender.config.platforms import (
     validate_flyte,
@@ -28,7 +29,7 @@ from extender.config.types import Weight
 from extender.errors import FieldError, did_you_mean, join_accepted
 
 TOP_LEVEL_KEYS = ("apiVersion", "kind", "accelerators", "nodeLabels", "protection", "scoring",
-                  "service", "admission", "foreignForms", "handoff")
+                  "service", "admission", "foreignForms", "handoff", "demand")
 ACCELERATOR_KEYS = ("id", "family", "memoryMiB", "price", "protected", "aliases", "mig")
 MIG_KEYS = ("slots", "profiles")
 PROFILE_KEYS = ("name", "memoryMiB", "slices", "starts")
@@ -129,6 +130,7 @@ def validate_config(raw: Mapping[str, Any], strategies: StrategyCatalogue = ()
     validate_admission(errors, raw.get("admission"), catalog, raw.get("nodeLabels"))
     validate_foreign_forms(errors, raw.get("foreignForms"))
     validate_handoff(errors, raw.get("handoff"), _LABEL_KEY)
+    validate_demand(errors, raw.get("demand"), catalog)
     return errors.items
 
 

@@ -137,22 +137,12 @@ def tls_files(args: argparse.Namespace) -> TlsFiles | None:
     return TlsFiles(cert, key, client_ca)
 
 
-SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
-
-
 def leader_namespace(flag: str | None) -> str:
     """--leader-namespace, else $POD_NAMESPACE, else the in-cluster service account's, else
-    ``default``."""
-    import os
+    ``default`` (``runtime.namespace``)."""
+    from extender.runtime.namespace import own_namespace
 
-    if flag:
-        return flag
-    if os.environ.get("POD_NAMESPACE"):
-        return os.environ["POD_NAMESPACE"]
-    try:
-        return SERVICE_ACCOUNT_NAMESPACE.read_text().strip() or "default"
-    except OSError:
-        return "default"
+    return flag or own_namespace()
 
 
 def prepare(args: argparse.Namespace) -> Callable[[], Any]:

@@ -31,6 +31,7 @@ import yaml
 from extender.config.admission.types import SHARE_KINDS, WORKLOAD_MODES
 from extender.config.admission.validation import GPU_TYPE_KEYS, TOLERATION_KEYS
 from extender.config.defaults import API_VERSION, KIND
+from extender.config.demand.validation import CLASSES, MAX_GPUS_PER_NODE, MODES
 from extender.config.platforms import INSTANCE_TYPE_KEYS, VRAM_RESOURCE_KEYS, VRAM_UNITS
 from extender.config.presets import PRESETS
 from extender.config.validation import ACCELERATOR_KEYS, MIG_KEYS, PROFILE_KEYS
@@ -100,6 +101,15 @@ def _overrides() -> dict[str, JSON]:
         "admission.platformMapping.gpuTypes": {"type": "array", "items": gpu_type},
         "admission.platformMapping.partitions.label": {"type": ["string", "null"]},
         "admission.visibleDevices.kinds": {"type": "array", "items": {"enum": list(SHARE_KINDS)}},
+        "demand.mode": {"enum": list(MODES)},
+        "demand.types": {"type": ["array", "null"], "items": _STRING},
+        "demand.debounceSeconds": {"type": "number", "minimum": 0},
+        "demand.cooldownSeconds": {"type": "number", "minimum": 0},
+        "demand.provisioningClass": {"enum": list(CLASSES)},
+        "demand.namespace": {"type": ["string", "null"]},
+        "demand.gpusPerNode": {"type": "integer", "minimum": 1, "maximum": MAX_GPUS_PER_NODE},
+        "demand.gpusPerNodeByType": {"type": "object", "additionalProperties": {
+            "type": "integer", "minimum": 1, "maximum": MAX_GPUS_PER_NODE}},
         "foreignForms.vramResources": {"type": "array", "items": _entries(
             VRAM_RESOURCE_KEYS, {"name": _STRING, "unit": {"enum": list(VRAM_UNITS)}},
             VRAM_RESOURCE_KEYS)},
