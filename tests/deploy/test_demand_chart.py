@@ -142,10 +142,12 @@ def test_demand_serves_the_scheduler_that_calls_the_extender(
 
 
 @pytest.mark.parametrize(("sets", "message"), [
+    (["demand.mode=utility-pods", "platform.demand.mode=provisioning-request"],
+     'platform.demand.mode: "provisioning-request" differs from demand.mode "utility-pods"'),
     (["demand.mode=karpenter"], "at '/demand/mode': value must be one of"),
     (["demand.priorityClass.value=10"], "at '/demand/priorityClass/value': maximum"),
     (["demand.replicas=0"], "at '/demand/replicas': minimum"),
-], ids=["unknown mode", "priority above zero", "no replica"])
+], ids=["modes differ", "unknown mode", "priority above zero", "no replica"])
 def test_bad_demand_values_fail_naming_the_value(helm: Helm, sets: list[str],
                                                  message: str) -> None:
     from localcluster.helm import HelmError

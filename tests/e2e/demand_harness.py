@@ -7,6 +7,8 @@ objects it keeps."""
 from __future__ import annotations
 
 import sys
+import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -63,8 +65,21 @@ def account_kubeconfig(cluster: LocalCluster, account: str, path: Path,
     return path
 
 
+@dataclass(frozen=True)
+class RunningDemand:
+    process: ManagedProcess
+    url: str
+
+    def metric(self, name: str) -> float:
+        """The sum of one metric's samples on /metrics (0 when absent)."""
+        with urllib.request.urlopen(f"{self.url}/metrics", timeout=10) as response:
+            text = response.read().decode()
+        return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                   if line.startswith((f"{name} ", f"{name}{{")))
+
+
 def start_demand(cluster: LocalCluster, mode: str, kubeconfig: Path, *,
-                 debounce_s: int = 2, cooldown_s: int = 5) -> ManagedProcess:
+                 debounce_s: int = 2, cooldown_s: int = 5) -> RunningDemand:
     """``gpu-extender demand`` with the given identity, short debounce and cooldown, a pass a
     second; returns once its /readyz answers (first node and pod lists applied)."""
     port = free_port()
@@ -74,8 +89,9 @@ def start_demand(cluster: LocalCluster, mode: str, kubeconfig: Path, *,
         "--monitoring-address", f"127.0.0.1:{port}", "--debounce-seconds", str(debounce_s),
         "--cooldown-seconds", str(cooldown_s), "--interval", "1", "--log-level", "debug"],
         cwd=REPO_ROOT)
-    wait_until_ready(process, f"http://127.0.0.1:{port}/readyz", 120.0)
-    return process
+    url = f"http://127.0.0.1:{port}"
+    wait_until_ready(process, f"{url}/readyz", 120.0)
+    return RunningDemand(process, url)
 
 
 def demand_objects(cluster: LocalCluster) -> list[str]:

@@ -19,14 +19,26 @@ Every wait is for a condition, with deadlines generous for a loaded machine.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from localcluster import LocalCluster
+from localcluster.helm import DEMAND_MODES
 from localcluster.kwok import Kwok
 from tests.e2e.demand_harness import (
+    DEMAND_ACCOUNT,
     DEMAND_SELECTOR,
+    RunningDemand,
+    account_kubeconfig,
     apply_provisioning_request_crd,
+    demand_events,
+    demand_objects,
+    install_demand_rbac,
+    start_demand,
 )
 from tests.e2e.fake_autoscaler import PRODUCT_LABEL, FakeAutoscaler
 from tests.e2e.gpu_helpers import NAMESPACE, create_pods, gpu_cluster, gpu_pod, wait_bound
@@ -35,6 +47,82 @@ pytestmark = pytest.mark.e2e
 
 TIMEOUT_S = 240.0
 ACCELERATOR = "gpu-extender.io/accelerator"
+
+
+@dataclass
+class Bridge:
+    cluster: LocalCluster
+    kwok: Kwok
+    scaler: FakeAutoscaler
+    mode: str
+    demand: RunningDemand
+
+
+@pytest.fixture(params=DEMAND_MODES)
+def bridge(request: pytest.FixtureRequest, controlplane_binaries: object, kwok_binary: Path,
+           tmp_path: Path) -> Iterator[Bridge]:
+    mode = str(request.param)
+    with gpu_cluster() as cluster:
+        kwok = Kwok.start(cluster, kwok_binary)
+        apply_provisioning_request_crd(cluster)
+        install_demand_rbac(cluster, mode)
+        kubeconfig = account_kubeconfig(cluster, DEMAND_ACCOUNT, tmp_path / "demand.kubeconfig")
+        demand = start_demand(cluster, mode, kubeconfig)
+        selector = DEMAND_SELECTOR if mode == "utility-pods" else None
+        with FakeAutoscaler(cluster, kwok, utility_selector=selector).running() as scaler:
+            yield Bridge(cluster, kwok, scaler, mode, demand)
+
+
+def share(name: str, gib: int, accelerator: str = "") -> dict[str, Any]:
+    labels = {ACCELERATOR: accelerator} if accelerator else {}
+    manifest = gpu_pod(name, {"gpu-extender.io/gpu-memory": f"{gib}Gi"}, labels=labels)
+    manifest["spec"]["terminationGracePeriodSeconds"] = 1
+    return manifest
+
+
+def wait_no_demand(bridge: Bridge) -> None:
+    bridge.cluster.wait_for(lambda: not demand_objects(bridge.cluster), timeout_s=TIMEOUT_S,
+                            description="the demand objects to be deleted")
+
+
+def scaled(bridge: Bridge) -> list[tuple[str, int]]:
+    return scaled_of(bridge.scaler)
+
+
+def test_pending_gpu_pods_bring_exactly_the_nodes_they_need(bridge: Bridge) -> None:
+    cluster, kwok = bridge.cluster, bridge.kwok
+    kwok.create_node(cluster, "t4-0", {"nvidia.com/gpu": 1},
+                     labels={PRODUCT_LABEL: "Tesla-T4", "nvidia.com/gpu.memory": "15360"})
+    kwok.create_node(cluster, "a100-0", {"nvidia.com/gpu": 1},
+                     labels={PRODUCT_LABEL: "NVIDIA-A100-SXM4-80GB"})
+    create_pods(cluster, [gpu_pod("whole-0", {"nvidia.com/gpu": 1})])
+    assert wait_bound(cluster, "whole-0", TIMEOUT_S) == "t4-0"
+
+    # 1. fits now: no demand
+    create_pods(cluster, [share("fits-now", 3, accelerator="a100-80gb")])
+    assert wait_bound(cluster, "fits-now", TIMEOUT_S) == "a100-0"
+
+    # 2. four 3 GiB shares on a full cluster: one one-GPU T4 node
+    create_pods(cluster, [share(f"share-{i}", 3) for i in range(4)])
+    nodes = {wait_bound(cluster, f"share-{i}", TIMEOUT_S) for i in range(4)}
+    assert scaled(bridge) == [("t4", 1)], bridge.scaler.created()
+    assert nodes == {bridge.scaler.created()[0].node}
+    assert demand_events(cluster, NAMESPACE, "share-0"), "the waiting pods were told"
+    wait_no_demand(bridge)
+    assert demand_events(cluster, NAMESPACE, "fits-now") == []
+
+    # 3. a typed L4 share: one L4 node
+    create_pods(cluster, [share("typed-l4", 4, accelerator="l4")])
+    node = wait_bound(cluster, "typed-l4", TIMEOUT_S)
+    assert scaled(bridge) == [("t4", 1), ("l4", 1)], bridge.scaler.created()
+    assert node == bridge.scaler.created()[1].node
+    wait_no_demand(bridge)
+    assert scaled(bridge) == [("t4", 1), ("l4", 1)]  # nothing flapped back
+    assert bridge.scaler.errors == []
+    # every write went through with the chart's rights for the mode, and nothing else
+    assert bridge.demand.metric("gpu_extender_demand_reconcile_errors_total") == 0
+    created = bridge.demand.metric("gpu_extender_demand_created_total")
+    assert created == (2 if bridge.mode == "utility-pods" else 4)  # a PodTemplate per request
 
 
 def test_the_fake_autoscaler_answers_both_forms_with_gfd_labelled_kwok_nodes(
