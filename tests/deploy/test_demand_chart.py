@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 
 from localcluster import LocalCluster
 from localcluster.helm import CHART, DEMAND_MODES, MODES, Helm
@@ -247,3 +248,39 @@ def test_installed_demand_account_holds_least_privilege(
     finally:
         helm.run("uninstall", release, "--namespace", RELEASE_NAMESPACE,
                  kubeconfig=cluster.kubeconfig())
+
+
+def test_the_crd_keeps_a_requests_spec_immutable_and_its_limits(cluster: LocalCluster) -> None:
+    """What the autoscaler relies on, enforced by the real apiserver: the spec cannot change
+    after create (a changed demand is a new request), status is its own subresource, and the
+    documented limits hold (<= 32 pod sets, count >= 1, a DNS-subdomain class name)."""
+    custom = client.CustomObjectsApi(cluster.api_client())
+    group = ("autoscaling.x-k8s.io", "v1", OTHER_NAMESPACE, "provisioningrequests")
+
+    def request(name: str, **spec: Any) -> dict[str, Any]:
+        body = {"provisioningClassName": "check-capacity.autoscaling.x-k8s.io",
+                "podSets": [{"podTemplateRef": {"name": "t4-1gpu"}, "count": 1}], **spec}
+        return {"apiVersion": "autoscaling.x-k8s.io/v1", "kind": "ProvisioningRequest",
+                "metadata": {"name": name}, "spec": body}
+
+    custom.create_namespaced_custom_object(*group, request("immutable"))
+    with pytest.raises(ApiException) as refused:
+        custom.patch_namespaced_custom_object(
+            *group, "immutable",
+            {"spec": {"podSets": [{"podTemplateRef": {"name": "t4-1gpu"}, "count": 2}]}})
+    assert "podSets is immutable" in str(refused.value.body)
+    status = {"status": {"conditions": [{
+        "type": "Provisioned", "status": "True", "reason": "CapacityIsProvisioned",
+        "message": "", "lastTransitionTime": "2026-12-01T23:00:00Z"}]}}
+    custom.patch_namespaced_custom_object_status(*group, "immutable", status)
+    read = custom.get_namespaced_custom_object(*group, "immutable")
+    assert read["status"]["conditions"][0]["type"] == "Provisioned"
+    too_many = [{"podTemplateRef": {"name": f"t{i}"}, "count": 1} for i in range(33)]
+    for name, spec, word in (("sets", {"podSets": too_many}, "podSets"),
+                             ("count", {"podSets": [{"podTemplateRef": {"name": "t"},
+                                                     "count": 0}]}, "count"),
+                             ("class", {"provisioningClassName": "Best Effort"},
+                              "provisioningClassName")):
+        with pytest.raises(ApiException) as invalid:
+            custom.create_namespaced_custom_object(*group, request(name, **spec))
+        assert invalid.value.status == 422 and word in str(invalid.value.body), name
