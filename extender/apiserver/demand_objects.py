@@ -27,6 +27,11 @@ class DemandObjectApi(Protocol):
     def create_demand(self, kind: DemandKind, namespace: str,
                       body: Mapping[str, Any]) -> None: ...
 
+    def annotate_demand(self, kind: DemandKind, namespace: str, name: str,
+                        annotations: Mapping[str, str]) -> None:
+        """Merge-patch the object's annotations (a ProvisioningRequest's spec is immutable,
+        its metadata is not)."""
+
     def delete_demand(self, kind: DemandKind, namespace: str, name: str) -> None:
         """Delete at once (grace period 0); an object already gone is not an error."""
 
@@ -80,6 +85,20 @@ class ApiServerDemandObjects:
             self._call(action, self._core.create_namespaced_pod_template, namespace, dict(body))
         else:
             self._call(action, self._core.create_namespaced_pod, namespace, dict(body))
+
+    def annotate_demand(self, kind: DemandKind, namespace: str, name: str,
+                        annotations: Mapping[str, str]) -> None:
+        action = f"annotate {kind} {namespace}/{name}"
+        patch = {"metadata": {"annotations": dict(annotations)}}
+        if kind == "ProvisioningRequest":
+            self._call(action, self._custom.patch_namespaced_custom_object, PR_GROUP,
+                       PR_VERSION, namespace, PR_PLURAL, name, patch)
+        elif kind == "PodTemplate":
+            self._call(action, self._core.patch_namespaced_pod_template, name, namespace, patch,
+                       _content_type="application/merge-patch+json")
+        else:
+            self._call(action, self._core.patch_namespaced_pod, name, namespace, patch,
+                       _content_type="application/merge-patch+json")
 
     def delete_demand(self, kind: DemandKind, namespace: str, name: str) -> None:
         action = f"delete {kind} {namespace}/{name}"

@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from extender.config.admission import AdmissionConfig
 from extender.config.demand import DemandConfig, DemandMode
 from extender.config.demand.validation import MODES
 from extender.runtime.command import (
@@ -70,7 +71,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                              "service account's, else default)")
     parser.add_argument("--scheduler-name", action="append", metavar="NAME",
                         help="a scheduler name whose pods may need demand (repeatable; "
-                             "default: admission.schedulerName.name, gpu-scheduler); the "
+                             "default: admission.schedulerName.name, gpu-scheduler, or "
+                             "default-scheduler where schedulerName.enabled is false); the "
                              "first also runs the utility pods")
     parser.add_argument("--interval", type=positive_seconds, default=5.0, metavar="S",
                         help="seconds between reconcile passes (default: 5)")
@@ -78,7 +80,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                         help="namespace of the Lease gpu-extender-demand (default: the demand "
                              "namespace)")
     parser.add_argument("--once", action="store_true",
-                        help="list once, reconcile once, print what was done, exit")
+                        help="list once, reconcile once, print what was done, exit (takes "
+                             "no Lease: beside a running controller, prefer --dry-run)")
     parser.add_argument("--dry-run", action="store_true",
                         help="with --once: write nothing; print the objects it would create")
     parser.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text",
@@ -91,6 +94,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                              f"127.0.0.1:{DEFAULT_PORT})")
     add_common_flags(parser, kube=True)
     parser.set_defaults(run=run)
+
+
+def default_schedulers(admission: AdmissionConfig) -> list[str]:
+    """The GPU profile's name (``admission.schedulerName.name``), or ``default-scheduler``
+    where the extender runs behind the default scheduler (``schedulerName.enabled: false``)."""
+    name = admission.scheduler_name
+    return [name.name] if name.enabled else ["default-scheduler"]
 
 
 def effective_config(config: DemandConfig, args: argparse.Namespace) -> DemandConfig:
@@ -119,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
     platform = platform_or_exit(args.config)
     config = effective_config(platform.config.demand, args)
     namespace = config.namespace or args.leader_namespace or own_namespace()
-    schedulers = args.scheduler_name or [platform.config.admission.scheduler_name.name]
+    schedulers = args.scheduler_name or default_schedulers(platform.config.admission)
     configuration = kube_or_exit(args.kubeconfig)
     api = ApiServerClient.from_configuration(configuration)
     objects = ApiServerDemandObjects.from_configuration(configuration)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from extender.apiserver.demand_objects import DemandObjectApi
-from extender.apiserver.errors import KubeError
+from extender.apiserver.errors import Conflict, KubeError
 from extender.apiserver.events import EventQueue, PendingEvent
 from extender.config.demand import DemandConfig, DemandMode
 from extender.demand.decide import Action, Existing, Rule, decide, existing_of
@@ -31,7 +31,7 @@ from extender.demand.metrics import DemandMetrics
 from extender.demand.offers import need_of, offers
 from extender.demand.pack import Plan, pack
 from extender.demand.pending import PendingJudge, PodWait, Waiting
-from extender.demand.view import DemandView
+from extender.demand.view import DemandView, PodsState
 from extender.kube import objects
 from extender.model import PodKey
 from extender.platform import Platform
@@ -58,7 +58,9 @@ class Report:
 
     @property
     def wanted(self) -> tuple[DemandObject, ...]:
-        return tuple(a.wanted for a in self.actions if a.wanted is not None)
+        """The objects created (or, dry, to be created)."""
+        return tuple(a.wanted for a in self.actions
+                     if a.rule is Rule.CREATE and a.wanted is not None)
 
 
 @dataclass
@@ -73,6 +75,8 @@ class Reconciler:
     metrics: DemandMetrics = field(default_factory=DemandMetrics)
     events: EventQueue | None = None
     clock: Callable[[], float] = time.time
+    bound_at: dict[tuple[str, str], float] = field(default_factory=dict)
+    """Utility pods this process deleted as bound, and when (the loop's memory)."""
 
     @property
     def namespace(self) -> str:
@@ -87,8 +91,7 @@ class Reconciler:
         return [existing_of(kind, obj) for kind in self._kinds()
                 for obj in self.api.list_demand(kind.value, self.namespace, SELECTOR)]
 
-    def plan(self) -> tuple[list[PodWait], Plan]:
-        state = self.view.state()
+    def plan(self, state: PodsState) -> tuple[list[PodWait], Plan]:
         judge = PendingJudge(self.platform, self.scheduler, self.view.kube, self.schedulers,
                              debounce_s=self.config.debounce_seconds, clock=self.clock)
         waits = judge.waiting(state.unbound)
@@ -99,16 +102,23 @@ class Reconciler:
         return waits, pack([n for n in needs if n is not None], offered.values())
 
     def reconcile(self, *, dry_run: bool = False) -> Report:
-        waits, plan = self.plan()
-        wanted = self.emitter.objects(plan)
         state = self.view.state()
+        waits, plan = self.plan(state)
+        emitted = self.emitter.objects(plan)
+        wanted = list(emitted.objects)
+        if emitted.unmapped:
+            plan = Plan(plan.nodes, plan.unserved + emitted.unmapped)
         try:
             existing = self.existing()
         except KubeError as exc:
             self.metrics.errors.inc()
             return Report(tuple(waits), plan, (), (str(exc),), dry_run)
-        actions = decide(wanted, existing, bound=state.bound, present=state.present,
-                         now=self.clock(), cooldown_s=self.config.cooldown_seconds)
+        now = self.clock()
+        cooldown = self.config.cooldown_seconds
+        for key in [k for k, at in self.bound_at.items() if now - at >= cooldown]:
+            del self.bound_at[key]
+        actions = decide(wanted, existing, bound=state.bound, present=state.present, now=now,
+                         cooldown_s=cooldown, held=self.bound_at.keys())
         errors = [] if dry_run else self._apply(actions, state.unbound)
         self._count(plan, existing, actions, dry_run=dry_run)
         return Report(tuple(waits), plan, tuple(actions), tuple(errors), dry_run)
@@ -123,15 +133,19 @@ class Reconciler:
             try:
                 self.api.delete_demand(action.kind.value, self.namespace, action.name)
                 self.metrics.deleted.labels(action.rule.value).inc()
+                if action.rule is Rule.BOUND:
+                    self.bound_at[(action.kind.value, action.name)] = self.clock()
                 _log.info("demand deleted", extra={"fields": {
                     "kind": action.kind.value, "name": action.name, "why": action.rule.value}})
             except KubeError as exc:
                 errors.append(str(exc))
-        for action in sorted((a for a in actions if a.wanted is not None),
+        for action in sorted((a for a in actions if a.rule is Rule.CREATE),
                              key=lambda a: a.kind is not Kind.POD_TEMPLATE):
             assert action.wanted is not None
             try:
                 self.api.create_demand(action.kind.value, self.namespace, action.wanted.body)
+            except Conflict:
+                continue  # already there (another pass, a --once beside the loop): idempotent
             except KubeError as exc:
                 errors.append(str(exc))
                 continue
@@ -140,18 +154,30 @@ class Reconciler:
                 "kind": action.kind.value, "name": action.name,
                 "pods": ",".join(action.wanted.pods)}})
             if action.kind is not Kind.POD_TEMPLATE:
-                self._announce(action.wanted, uids)
+                self._announce(action.wanted, action.wanted.pods, uids)
+        for action in (a for a in actions if a.rule is Rule.REFRESH):
+            assert action.wanted is not None
+            annotations = objects.annotations(action.wanted.body)
+            try:
+                self.api.annotate_demand(action.kind.value, self.namespace, action.name,
+                                         {k: str(v) for k, v in annotations.items()})
+            except KubeError as exc:
+                errors.append(str(exc))
+                continue
+            if action.kind is not Kind.POD_TEMPLATE:
+                self._announce(action.wanted, action.added, uids)
         if errors:
             self.metrics.errors.inc(len(errors))
         return errors
 
-    def _announce(self, wanted: DemandObject, uids: dict[str, str]) -> None:
+    def _announce(self, wanted: DemandObject, pods: tuple[str, ...],
+                  uids: dict[str, str]) -> None:
         if self.events is None:
             return
         plural = "s" if wanted.nodes != 1 else ""
         message = (f"waiting for {wanted.nodes} x {wanted.type_id} node{plural} requested via "
                    f"{wanted.via(self.namespace)}")
-        for pod in wanted.pods:
+        for pod in pods:
             namespace, _, name = pod.partition("/")
             self.events.submit(PendingEvent(PodKey(namespace, name, uids.get(pod, "")),
                                             EVENT_REASON, "Normal", message))
@@ -172,15 +198,18 @@ class Reconciler:
 
 
 class DemandLoop:
-    """Runs ``reconciler.reconcile`` every ``interval_s`` from one thread; ``stop`` ends it."""
+    """Runs ``reconciler.reconcile`` every ``interval_s`` from one thread, and at once when
+    ``wake`` is set (a utility pod bound); ``stop`` ends it."""
 
     def __init__(self, reconciler: Reconciler, *, interval_s: float,
-                 synced: Callable[[], bool], leader: LeaderLease | None = None) -> None:
+                 synced: Callable[[], bool], leader: LeaderLease | None = None,
+                 wake: threading.Event | None = None) -> None:
         self._reconciler = reconciler
         self._interval = interval_s
         self._synced = synced
         self._leader = leader
         self._stop = threading.Event()
+        self._wake = wake or threading.Event()
         self._thread = threading.Thread(target=self._run, name="demand-reconcile",
                                         daemon=True)
         self.last: Report | None = None
@@ -190,6 +219,7 @@ class DemandLoop:
 
     def stop(self) -> None:
         self._stop.set()
+        self._wake.set()
         if self._thread.is_alive():
             self._thread.join(timeout=10)
 
@@ -197,7 +227,11 @@ class DemandLoop:
         return self._thread.is_alive()
 
     def _run(self) -> None:
-        while not self._stop.wait(self._interval):
+        while True:
+            self._wake.wait(self._interval)
+            self._wake.clear()
+            if self._stop.is_set():
+                return
             if not self._synced():
                 continue
             if self._leader is not None and not self._leader.leading():

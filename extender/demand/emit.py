@@ -21,6 +21,7 @@ mapping is a new shape, and the old objects go after their cooldown.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
@@ -46,6 +47,9 @@ from extender.platform import Platform
 from extender.webhook.mapping import PlatformMapping
 
 PR_API_VERSION = "autoscaling.x-k8s.io/v1"
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+"""A label value (63 characters at most): an alias such as ``RTX PRO 6000`` is a name the
+extender reads, never a value a node label can hold, and the API refuses it in an affinity."""
 
 
 class Kind(StrEnum):
@@ -74,6 +78,21 @@ class DemandObject:
         if self.kind is Kind.POD:
             return f"utility pod {self.name}"
         return f"ProvisioningRequest {namespace}/{self.name}"
+
+
+@dataclass(frozen=True)
+class Emitted:
+    objects: tuple[DemandObject, ...]
+    unmapped: tuple[tuple[str, str], ...] = ()
+    """``(pod, why)``: planned on a type no node label can be asked for."""
+
+
+def _label_values(expression: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(expression)
+    if "values" in out:
+        out["values"] = [v for v in out["values"] if _LABEL_VALUE.match(str(v)) and
+                         len(str(v)) <= 63]
+    return out
 
 
 @dataclass(frozen=True)
@@ -110,23 +129,29 @@ class Emitter:
         index = self._platform.catalog.index_of(type_id)
         request = GpuRequest(RequestKind.WHOLE, gpus, types=frozenset({index}))
         mapped = self._mapping.for_request(request)
-        affinity = None if not mapped.groups else {"nodeAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-                {"matchExpressions": [dict(e) for e in group]} for group in mapped.groups]}}}
+        terms = [{"matchExpressions": [_label_values(e) for e in group]}
+                 for group in mapped.groups]
+        affinity = None if not terms else {"nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
         tolerations = tuple(dict(t) for t in mapped.tolerations)
         digest = hashlib.sha256(orjson.dumps(
             [type_id, gpus, affinity, tolerations], option=orjson.OPT_SORT_KEYS)).hexdigest()
         return Shape(type_id, gpus, digest[:8], affinity, tolerations)
 
-    def objects(self, plan: Plan) -> list[DemandObject]:
+    def objects(self, plan: Plan) -> Emitted:
         out: list[DemandObject] = []
+        unmapped: list[tuple[str, str]] = []
         for (type_id, gpus), nodes in sorted(plan.shapes().items()):
             shape = self.shape(type_id, gpus)
+            if shape.affinity is None:  # an autoscaler could bring any GPU: ask for none
+                unmapped += [(pod, f"no node label names {type_id} on this platform (set "
+                                   "admission.platformMapping)") for n in nodes for pod in n.pods]
+                continue
             if self._config.mode is DemandMode.UTILITY_PODS:
                 out += [self._utility_pod(shape, i, node) for i, node in enumerate(nodes)]
             else:
                 out += self._provisioning_request(shape, nodes)
-        return out
+        return Emitted(tuple(out), tuple(unmapped))
 
     # -- bodies ----------------------------------------------------------------------------
 

@@ -30,6 +30,8 @@ class Waiting(StrEnum):
     """Another scheduler's pod, a demand object, bound, terminating or finished."""
     NOT_UNSCHEDULABLE = "not-unschedulable"
     """No ``PodScheduled=False`` with reason ``Unschedulable`` (not tried yet, or gated)."""
+    NOMINATED = "nominated"
+    """kube-scheduler preempts for it (``status.nominatedNodeName``): a node is being freed."""
     DEBOUNCING = "debouncing"
     NO_GPU = "no-gpu"
     INVALID = "invalid"
@@ -67,6 +69,8 @@ def screen(pod: Mapping[str, Any], schedulers: Collection[str], *, now: float,
             is_demand(pod) or spec.get("nodeName") or objects.meta(pod).get(
                 "deletionTimestamp") or status.get("phase") in ("Succeeded", "Failed"):
         return Waiting.NOT_OURS
+    if status.get("nominatedNodeName"):
+        return Waiting.NOMINATED
     since = unschedulable_since(pod)
     if since is None:
         return Waiting.NOT_UNSCHEDULABLE

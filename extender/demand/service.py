@@ -48,7 +48,8 @@ class DemandService:
             reconcile_interval_seconds=platform.config.service.reconcile_interval_seconds,
             watch_timeout_seconds=watch_timeout_seconds)
         self.loop = DemandLoop(self.reconciler, interval_s=interval_s,
-                               synced=self.inventory.has_synced, leader=leader)
+                               synced=self.inventory.has_synced, leader=leader,
+                               wake=self.view.utility_bound)
 
     def once(self, *, dry_run: bool) -> Report:
         """List nodes and pods once, reconcile once (no watch, no thread but the events')."""

@@ -47,6 +47,9 @@ class DemandView(InventoryApplier):
         self._pods: dict[str, Mapping[str, Any]] = {}
         """``namespace/name`` -> the latest object of every non-demand pod."""
         self._utility: dict[str, Mapping[str, Any]] = {}
+        self.utility_bound = threading.Event()
+        """Set when a utility pod of ours is seen bound: the loop deletes it without waiting
+        for its next round."""
 
     # -- nodes -----------------------------------------------------------------------------
 
@@ -71,6 +74,8 @@ class DemandView(InventoryApplier):
             else:
                 target[key] = pod
         if is_demand(pod):
+            if not deleted and objects.node_name(pod):
+                self.utility_bound.set()
             return
         self.kube.pod_event(deleted, pod)
         super().pod_event(event_type, pod)

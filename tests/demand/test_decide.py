@@ -40,6 +40,9 @@ def existing(name: str, *, age: float = 0.0, node: str = "", pods: tuple[str, ..
     # a ProvisioningRequest is never 'bound': spec.nodeName is a pod's
     P([], [existing("pr-x1", age=10, kind=Kind.PROVISIONING_REQUEST)], set(), {"d/a"},
       [(Rule.COOLING, "pr-x1")], id="provisioning request cooling"),
+    # the plan packed d/b onto the existing object: its pods annotation is refreshed
+    P([wanted("u-0", pods=("d/a", "d/b"))], [existing("u-0")], set(), {"d/a", "d/b"},
+      [(Rule.REFRESH, "u-0")], id="serves another pod now: refresh"),
     P([wanted("u-1")], [existing("u-0", age=10)], set(), {"d/a"},
       [(Rule.COOLING, "u-0"), (Rule.CREATE, "u-1")], id="replaced: old cools, new created"),
 ])
@@ -49,6 +52,14 @@ def test_rules(want: list[DemandObject], have: list[Existing], bound: set[str],
     assert [(a.rule, a.name) for a in actions] == expected
     assert all(a.rule.deletes == (a.rule in (Rule.BOUND, Rule.SERVED, Rule.UNWANTED))
                for a in actions)
+    assert [a.added for a in actions if a.rule is Rule.REFRESH] in ([], [("d/b",)])
+
+
+def test_held_after_a_bound_deletion() -> None:
+    # deleted as bound within the cooldown: its node does not take the real pods; not again
+    actions = decide([wanted("u-0"), wanted("u-1")], [], bound=set(), present={"d/a"},
+                     now=NOW, cooldown_s=COOLDOWN, held={("Pod", "u-0")})
+    assert [(a.rule, a.name) for a in actions] == [(Rule.HELD, "u-0"), (Rule.CREATE, "u-1")]
 
 
 def test_existing_reads_what_emit_writes() -> None:

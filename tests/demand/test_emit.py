@@ -30,7 +30,7 @@ def emitter(platform: Platform, **changes: object) -> Emitter:
 
 def test_utility_pods_one_per_node() -> None:
     plan = Plan((T4_NODE, PlannedNode("t4", 1, ("d/s2",), 1)))
-    first, second = emitter(platform_of()).objects(plan)
+    first, second = emitter(platform_of()).objects(plan).objects
     assert first.kind is Kind.POD and first.name.startswith("gpu-demand-t4-")
     assert first.name.endswith("-0") and second.name == first.name[:-1] + "1"
     body = first.body
@@ -52,8 +52,8 @@ def test_utility_pods_one_per_node() -> None:
 
 def test_same_plan_same_names() -> None:
     plan = Plan((T4_NODE,))
-    assert [o.name for o in emitter(platform_of()).objects(plan)] == \
-        [o.name for o in emitter(platform_of()).objects(plan)]
+    assert [o.name for o in emitter(platform_of()).objects(plan).objects] == \
+        [o.name for o in emitter(platform_of()).objects(plan).objects]
 
 
 @pytest.mark.parametrize(("config", "key", "value"), [
@@ -67,7 +67,7 @@ def test_same_plan_same_names() -> None:
 ])
 def test_affinity_follows_the_platform_mapping(config: dict[str, object], key: str,
                                                value: str) -> None:
-    [pod] = emitter(platform_of(config)).objects(Plan((T4_NODE,)))
+    [pod] = emitter(platform_of(config)).objects(Plan((T4_NODE,))).objects
     terms = pod.body["spec"]["affinity"]["nodeAffinity"][
         "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
     pairs = {(e["key"], v) for t in terms for e in t["matchExpressions"]
@@ -78,9 +78,9 @@ def test_affinity_follows_the_platform_mapping(config: dict[str, object], key: s
 def test_tolerations_and_another_mapping_are_another_shape() -> None:
     tolerant = platform_of({"admission": {"platformMapping": {"gpuTypes": [
         {"name": "t4", "tolerations": [{"key": "gpu", "operator": "Exists"}]}]}}})
-    [pod] = emitter(tolerant).objects(Plan((T4_NODE,)))
+    [pod] = emitter(tolerant).objects(Plan((T4_NODE,))).objects
     assert pod.body["spec"]["tolerations"] == [{"key": "gpu", "operator": "Exists"}]
-    [plain] = emitter(platform_of()).objects(Plan((T4_NODE,)))
+    [plain] = emitter(platform_of()).objects(Plan((T4_NODE,))).objects
     assert pod.name != plain.name
 
 
@@ -88,7 +88,7 @@ def test_provisioning_request_per_shape() -> None:
     # two 4-GPU L4 nodes: one PodTemplate, one ProvisioningRequest for count 2
     plan = Plan((PlannedNode("l4", 4, ("d/a",), 4), PlannedNode("l4", 4, ("d/b",), 1)))
     template, request = emitter(platform_of(), mode=DemandMode.PROVISIONING_REQUEST
-                                ).objects(plan)
+                                ).objects(plan).objects
     assert (template.kind, request.kind) == (Kind.POD_TEMPLATE, Kind.PROVISIONING_REQUEST)
     assert template.name == request.name and request.name.endswith("-x2")
     assert request.body["apiVersion"] == "autoscaling.x-k8s.io/v1"
@@ -100,3 +100,24 @@ def test_provisioning_request_per_shape() -> None:
     assert spec["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "4"}
     assert request.pods == ("d/a", "d/b") and request.nodes == 2
     assert request.via("gpu") == f"ProvisioningRequest gpu/{request.name}"
+
+
+def test_values_no_node_label_can_hold_are_left_out() -> None:
+    # the catalog knows RTX PRO 6000 by "RTX PRO 6000" too: never a label value
+    [pod] = emitter(platform_of()).objects(Plan((PlannedNode("rtx-pro-6000", 1, ("d/a",), 1),
+                                                 ))).objects
+    terms = pod.body["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    values = [v for t in terms for e in t["matchExpressions"] for v in e.get("values", ())]
+    assert values and all(" " not in v and len(v) <= 63 for v in values)
+
+
+def test_a_type_without_a_label_is_asked_for_by_nobody() -> None:
+    # the platform's own label names T4 only: an L4 cannot be asked for (an autoscaler could
+    # bring any GPU), so no object; its pods are reported unserved
+    platform = platform_of({
+        "nodeLabels": {"custom": [{"key": "example.com/gpu", "values": {"tesla-t4": "t4"}}]},
+        "admission": {"platformMapping": {"typeLabel": "example.com/gpu"}}})
+    emitted = emitter(platform).objects(Plan((T4_NODE, PlannedNode("l4", 1, ("d/l",), 1))))
+    assert [o.type_id for o in emitted.objects] == ["t4"]
+    assert [pod for pod, _ in emitted.unmapped] == ["d/l"]

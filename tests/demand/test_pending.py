@@ -51,6 +51,11 @@ def pod(name: str, limits: dict[str, str], *, since: str | None = LONG_AGO,
                        "conditions": [] if node_name else conditions}}
 
 
+def nominated(candidate: dict[str, Any]) -> dict[str, Any]:
+    candidate["status"]["nominatedNodeName"] = "t4-0"
+    return candidate
+
+
 SHARE = {"gpu-extender.io/gpu-memory": "3Gi"}
 FULL_T4 = pod("full", {"nvidia.com/gpu": "1"}, node_name="t4-0", since=None)
 
@@ -78,6 +83,7 @@ def judged(nodes: list[dict[str, Any]], pods: list[dict[str, Any]]
     P(pod("s", SHARE, labels={"gpu-extender.io/demand": "true"}), Waiting.NOT_OURS,
       id="a demand pod itself"),
     P(pod("s", {"cpu": "1"}), Waiting.NO_GPU, id="asks no GPU"),
+    P(nominated(pod("s", SHARE)), Waiting.NOMINATED, id="preempting for it"),
     P(pod("s", {"gpu-extender.io/gpu-memory": "3Gi", "nvidia.com/gpu": "1"}),
       Waiting.INVALID, id="two GPU forms"),
     # 2 GiB on the L4 (23034 MiB free): fits now, kube-scheduler will place it
