@@ -66,10 +66,12 @@ LEASE_RULES = [
 ]
 MODE_RULES = {
     PROVREQ: [
-        {"apiGroups": [""], "resources": ["podtemplates"], "verbs": ["list", "create", "delete"]},
+        {"apiGroups": [""], "resources": ["podtemplates"],
+         "verbs": ["list", "create", "patch", "delete"]},
         {"apiGroups": ["autoscaling.x-k8s.io"], "resources": ["provisioningrequests"],
-         "verbs": ["list", "create", "delete"]}],
-    UTILITY: [{"apiGroups": [""], "resources": ["pods"], "verbs": ["create", "delete"]}],
+         "verbs": ["list", "create", "patch", "delete"]}],
+    UTILITY: [{"apiGroups": [""], "resources": ["pods"],
+               "verbs": ["create", "patch", "delete"]}],
 }
 
 
@@ -219,7 +221,10 @@ GRANTS: list[tuple[Attributes, tuple[bool, bool]]] = [
     (("delete", "pods", REL, "", "", ""), (False, True)),
     (("create", "pods", OTH, "", "", ""), (False, False)),
     (("delete", "pods", OTH, "", "", ""), (False, False)),
-    (("patch", "pods", REL, "", "", ""), (False, False)),
+    (("patch", "pods", REL, "", "", ""), (False, True)),
+    (("patch", "pods", OTH, "", "", ""), (False, False)),
+    (("patch", "provisioningrequests", REL, PR, "", ""), (True, False)),
+    (("update", "provisioningrequests", REL, PR, "", ""), (False, False)),
     (("create", "pods", OTH, "", "binding", ""), (False, False)),
     (("create", "pods", OTH, "", "eviction", ""), (False, False)),
     (("patch", "nodes", "", "", "status", ""), (False, False)),
