@@ -103,3 +103,26 @@ def test_the_autoscaling_doc_names_the_overlays_and_what_to_enable() -> None:
                    "--enable-provisioning-requests", "NodeOverlay=true", "demand.enabled"):
         assert needle in text, needle
     assert "docs/autoscaling.md" in (ROOT / "README.md").read_text()
+
+
+@pytest.mark.parametrize(("mapping", "label", "value"), [
+    ("eks-karpenter.yaml", "karpenter.k8s.aws/instance-gpu-name", "l4"),
+    (None, "nvidia.com/gpu.product", "NVIDIA-L4"),
+], ids=["karpenter-typeLabel", "gfd-default"])
+def test_utility_pods_ask_for_the_label_the_doc_says(mapping: str | None, label: str,
+                                                     value: str) -> None:
+    """docs/autoscaling.md, path 2: with `typeLabel: eks-karpenter` (docs/admission/) the
+    utility pods' affinity names Karpenter's instance-gpu-name, which Karpenter knows before a
+    node exists; without a typeLabel it is GFD's product label."""
+    from extender.config import load_config
+    from extender.demand.emit import Emitter
+
+    config = load_config(ROOT / "docs" / "admission" / mapping if mapping else None)
+    platform = build_platform(config)
+    shape = Emitter(platform, config.demand, namespace="kube-system",
+                    scheduler_name="gpu-scheduler").shape("l4", 1)
+    assert shape.affinity is not None
+    terms = shape.affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"]
+    expressions = [e for term in terms for e in term["matchExpressions"]]
+    assert any(e["key"] == label and value in e["values"] for e in expressions), expressions
