@@ -118,18 +118,23 @@ def test_demand_runs_the_extenders_image_hardened_with_probes(helm: Helm) -> Non
     assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": port["name"]}
 
 
+def _platform(documents: list[dict[str, Any]]) -> dict[str, Any]:
+    [config_map] = [doc for doc in _of_kind(documents, "ConfigMap")
+                    if doc["metadata"]["name"].endswith("-platform")]
+    platform: dict[str, Any] = yaml.safe_load(config_map["data"]["platform.yaml"])
+    return platform
+
+
 @pytest.mark.parametrize("demand_mode", DEMAND_MODES)
 def test_the_platform_config_runs_the_mode_the_rbac_was_granted_for(
         helm: Helm, demand_mode: str) -> None:
-    documents = helm.documents(set_values=demand_sets(demand_mode))
-    [config_map] = [doc for doc in _of_kind(documents, "ConfigMap")
-                    if doc["metadata"]["name"].endswith("-platform")]
-    platform = yaml.safe_load(config_map["data"]["platform.yaml"])
+    platform = _platform(helm.documents(set_values=demand_sets(demand_mode)))
     assert platform["demand"] == {"mode": demand_mode, "priorityClassName": "gpu-extender-demand"}
-    off = yaml.safe_load(next(doc for doc in _of_kind(helm.documents(), "ConfigMap")
-                              if doc["metadata"]["name"].endswith("-platform"))["data"][
-        "platform.yaml"])
-    assert "demand" not in off
+    assert "demand" not in _platform(helm.documents())
+    tuned = _platform(helm.documents(set_values=(*demand_sets(demand_mode),
+                                                 "platform.demand.debounceSeconds=60")))
+    assert tuned["demand"] == {"debounceSeconds": 60, "mode": demand_mode,
+                               "priorityClassName": "gpu-extender-demand"}
 
 
 @pytest.mark.parametrize(("mode", "scheduler"), [("second-scheduler", "gpu-scheduler"),
