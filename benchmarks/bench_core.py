@@ -49,7 +49,7 @@ from extender.catalog import Catalog  # noqa: E402
 from extender.config.types import ProtectionConfig  # noqa: E402
 from extender.core.assign import assign  # noqa: E402
 from extender.core.fit import fit  # noqa: E402
-from extender.core.frag import FragModel  # noqa: E402
+from extender.core.fragmentation.model import FragModel  # noqa: E402
 from extender.core.request import Protection, resolve_request  # noqa: E402
 from extender.core.scoring.base import Strategy, StrategyContext  # noqa: E402
 from extender.core.scoring.registry import make_strategy  # noqa: E402

@@ -12,15 +12,14 @@ from extender.apiserver.client import ApiServerClient
 from extender.apiserver.demand_objects import DemandObjectApi
 from extender.apiserver.events import EventQueue
 from extender.config.demand import DemandConfig
-from extender.core.workload import WorkloadMix
 from extender.demand.controller import DemandLoop, Reconciler, Report
 from extender.demand.emit import Emitter
+from extender.demand.judge import judging_scheduler
 from extender.demand.metrics import DemandMetrics
 from extender.demand.view import DemandView
 from extender.inventory.store import Inventory
 from extender.platform import Platform
 from extender.runtime.listener import PROMETHEUS, Route, health_route
-from extender.scheduling.scheduler import Scheduler
 from extender.sync.cluster import ClusterSync
 from extender.sync.leader import LeaderLease
 
@@ -34,10 +33,7 @@ class DemandService:
         self.inventory = Inventory(platform.catalog)
         self.view = DemandView(platform, self.inventory)
         self.metrics = DemandMetrics()
-        # the judge never binds: the client is there because the core's binder wants one
-        scheduler = Scheduler(platform, self.inventory, WorkloadMix(), api, self.metrics,
-                              reservation_ttl=platform.config.service.reservation_ttl_seconds,
-                              check_cpu_memory=platform.config.service.check_cpu_memory)
+        scheduler = judging_scheduler(platform, self.inventory, api, self.metrics)
         self.view.on_placed = scheduler.observed_placed
         self.events = EventQueue(api)
         emitter = Emitter(platform, config, namespace=namespace, scheduler_name=scheduler_name)

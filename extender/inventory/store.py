@@ -34,68 +34,30 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
-from enum import Enum
-from typing import Any
-
-import numpy as np
+from dataclasses import replace
 
 from extender.catalog import Catalog
 from extender.errors import CapacityError, UnknownNodeError
-from extender.inventory.layout import MAX_SLOTS, phantom_slots, span_mask
-from extender.inventory.snapshot import (
-    DYNAMIC_MIG,
-    NO_GPU,
-    NOT_MIG,
-    ClusterSnapshot,
-    RowCache,
+from extender.inventory.arrays import (
+    HOLDING_ARRAYS,
+    MAPS,
+    Arrays,
+    Columns,
+    MigLayouts,
+    clear_row,
+    write_gpu,
 )
-from extender.model import Assignment, GpuDevice, GpuGrant, NodeInfo, PodKey, RequestKind
-from extender.units import MAX_GPU_INDEX, MAX_GPU_MEMORY_MIB, MAX_GPUS_PER_POD
+from extender.inventory.grants import apply_holding, check_holding, within_bounds
+from extender.inventory.holding import ApplyReport, Holding, HoldingState
+from extender.inventory.snapshot import NOT_MIG, ClusterSnapshot, RowCache
+from extender.model import Assignment, GpuGrant, NodeInfo, PodKey
 
-_NODE_ARRAYS = {"node_valid": bool, "node_version": np.int64, "cpu_free": np.int64,
-                "memory_free": np.int64, "node_dra": bool}
-_GPU_ARRAYS = {"gpu_type": np.int16, "gpu_index": np.int16, "total_mib": np.int32,
-               "free_mib": np.int32, "replicas": np.int16, "replicas_free": np.int16,
-               "replicas_shared": bool,
-               "mig_layout": np.int16, "mig_used": np.uint8, "healthy": bool,
-               "pods": np.int16}
-_HOLDING_ARRAYS = ("cpu_free", "memory_free", "free_mib", "pods", "replicas_free", "mig_used",
-                   "node_version")
-"""What adding or removing a pod's holding writes."""
-_GPU_FILL = {"gpu_type": NO_GPU, "gpu_index": -1, "mig_layout": NOT_MIG, "mig_used": 0xFF}
-
-
-class HoldingState(Enum):
-    ASSUMED = "reserved"
-    """The value stays ``reserved``: it is the ``state`` label of the holdings metric."""
-    BOUND = "bound"
-    OBSERVED = "observed"
+__all__ = ["AlreadyHeldError", "ApplyReport", "Holding", "HoldingState", "Inventory"]
 
 
 class AlreadyHeldError(CapacityError):
     """``assume`` of a pod that is ``BOUND`` or ``OBSERVED``: its holding is the API's, no verb
     replaces it."""
-
-
-@dataclass(frozen=True)
-class Holding:
-    """What one pod holds on one node."""
-
-    key: PodKey
-    node: str
-    assignment: Assignment | None
-    cpu_milli: int = 0
-    memory_mib: int = 0
-    state: HoldingState = HoldingState.OBSERVED
-    expires_at: float | None = None
-
-
-@dataclass
-class ApplyReport:
-    """Problems met while applying observed state (over-commit, unknown GPU index...)."""
-
-    conflicts: list[str] = field(default_factory=list)
 
 
 class Inventory:
@@ -105,13 +67,8 @@ class Inventory:
         self._clock = clock
         self._lock = threading.RLock()
         self._generation = 0
-        self._capacity = 0
-        self._width = gpu_slots
         self._rows_used = 0
-        self._arrays: dict[str, np.ndarray[Any, Any]] = {}
-        self._shared: set[str] = set()
-        """Arrays (and ``"maps"``: names, index, nodes) the latest snapshot shares."""
-        self._allocate(64, gpu_slots)
+        self._columns = Columns(64, gpu_slots)
         self._names: list[str] = []
         self._index: dict[str, int] = {}
         self._nodes: dict[str, NodeInfo] = {}
@@ -121,9 +78,7 @@ class Inventory:
         self._by_node: dict[str, set[str]] = {}  # node -> pod uids
         self._tentative: set[str] = set()
         """UIDs holding an ``ASSUMED`` hold that still has a TTL (prioritize's, not pinned)."""
-        self._layouts: list[tuple[tuple[str, int], ...]] = [()]  # row 0: dynamic
-        self._layout_index: dict[tuple[int, tuple[tuple[str, int], ...]], int] = {}
-        self._layout_table = np.zeros((1, len(catalog.mig.names)), dtype=np.uint8)
+        self._layouts = MigLayouts(catalog)
         self._snapshot: ClusterSnapshot | None = None
         self._row_cache = RowCache()
         self._synced = threading.Event()
@@ -131,41 +86,20 @@ class Inventory:
 
     # -- storage -----------------------------------------------------------------------------
 
-    def _allocate(self, capacity: int, width: int) -> None:
-        """(Re)allocate arrays to ``capacity`` rows x ``width`` slots, keeping contents."""
-        new: dict[str, np.ndarray[Any, Any]] = {}
-        for name, dtype in _NODE_ARRAYS.items():
-            array = np.zeros(capacity, dtype=dtype)
-            if name in self._arrays:
-                array[: self._capacity] = self._arrays[name]
-            new[name] = array
-        for name, dtype in _GPU_ARRAYS.items():
-            array = np.full((capacity, width), _GPU_FILL.get(name, 0), dtype=dtype)
-            if name in self._arrays:
-                old = self._arrays[name]
-                array[: old.shape[0], : old.shape[1]] = old
-            new[name] = array
-        self._arrays = new
-        self._shared -= set(new)  # fresh arrays: no snapshot holds them
-        self._capacity = capacity
-        self._width = width
-
-    def _writable(self, *names: str) -> dict[str, np.ndarray[Any, Any]]:
+    def _writable(self, *names: str) -> Arrays:
         """Arrays safe to write: copies first those of ``names`` (all, and the name maps, if
         none given) that a snapshot shares (copy-on-write). Every mutation calls this before
         touching state; a pod's holding changes only the holding arrays, so a reservation
         copies those and leaves the node description arrays shared."""
-        if self._shared:
-            wanted = set(names) if names else set(self._arrays) | {"maps"}
-            for name in wanted & self._shared:
-                if name == "maps":
-                    self._names = list(self._names)
-                    self._index = dict(self._index)
-                    self._nodes = dict(self._nodes)
-                else:
-                    self._arrays[name] = self._arrays[name].copy()
-            self._shared -= wanted
-        return self._arrays
+        if self._columns.writable(*names):
+            self._names = list(self._names)
+            self._index = dict(self._index)
+            self._nodes = dict(self._nodes)
+        return self._columns.arrays
+
+    @property
+    def _arrays(self) -> Arrays:
+        return self._columns.arrays
 
     def _touch(self, row: int | None = None) -> None:
         self._generation += 1
@@ -192,8 +126,8 @@ class Inventory:
         with self._lock:
             report = ApplyReport()
             arrays = self._writable()
-            if len(info.gpus) > self._width:
-                self._allocate(self._capacity, len(info.gpus))
+            if len(info.gpus) > self._columns.width:
+                self._columns.allocate(self._columns.capacity, len(info.gpus))
                 arrays = self._arrays
             row = self._index.get(info.name)
             if row is None:
@@ -202,7 +136,7 @@ class Inventory:
             self._nodes[info.name] = info
             self._write_row(arrays, row, info)
             for uid in sorted(self._by_node.get(info.name, ())):
-                self._apply(arrays, row, self._holdings[uid], +1, strict=False, report=report)
+                self._apply(arrays, row, self._holdings[uid], +1, report=report)
             self._touch(row)
             self.conflicts_total += len(report.conflicts)
             return report
@@ -211,8 +145,8 @@ class Inventory:
         if self._free_rows:
             row = self._free_rows.pop()
         else:
-            if self._rows_used == self._capacity:
-                self._allocate(self._capacity * 2, self._width)
+            if self._rows_used == self._columns.capacity:
+                self._columns.allocate(self._columns.capacity * 2, self._columns.width)
             row = self._rows_used
             self._rows_used += 1
             self._names.append("")
@@ -220,10 +154,8 @@ class Inventory:
         self._index[name] = row
         return row
 
-    def _write_row(self, arrays: dict[str, np.ndarray[Any, Any]], row: int,
-                   info: NodeInfo) -> None:
-        for name in _GPU_ARRAYS:
-            arrays[name][row, :] = _GPU_FILL.get(name, 0)
+    def _write_row(self, arrays: Arrays, row: int, info: NodeInfo) -> None:
+        clear_row(arrays, row)
         arrays["node_valid"][row] = True
         arrays["cpu_free"][row] = info.cpu_milli
         arrays["memory_free"][row] = info.memory_mib
@@ -231,48 +163,10 @@ class Inventory:
         slots: dict[int, int] = {}
         for slot, gpu in enumerate(sorted(info.gpus, key=lambda g: g.index)):
             slots[gpu.index] = slot
-            self._write_gpu(arrays, row, slot, gpu)
+            layout = NOT_MIG if gpu.mig is None else self._layouts.row_of(gpu)
+            write_gpu(arrays, row, slot, gpu, layout=layout,
+                      mig_slots=int(self.catalog.mig_slots[gpu.type_index]))
         self._slot_of[info.name] = slots
-
-    def _write_gpu(self, arrays: dict[str, np.ndarray[Any, Any]], row: int, slot: int,
-                   gpu: GpuDevice) -> None:
-        arrays["gpu_type"][row, slot] = gpu.type_index
-        arrays["gpu_index"][row, slot] = gpu.index
-        arrays["total_mib"][row, slot] = gpu.memory_mib
-        arrays["free_mib"][row, slot] = gpu.memory_mib
-        replicas = gpu.replicas if gpu.replicas > 1 else 0
-        arrays["replicas"][row, slot] = replicas
-        arrays["replicas_free"][row, slot] = replicas
-        arrays["replicas_shared"][row, slot] = replicas > 0 and gpu.replicas_shared
-        arrays["healthy"][row, slot] = gpu.healthy
-        arrays["pods"][row, slot] = 0
-        if gpu.mig is None:
-            arrays["mig_layout"][row, slot] = NOT_MIG
-            arrays["mig_used"][row, slot] = 0xFF
-        else:
-            layout = DYNAMIC_MIG if gpu.mig.dynamic else self._intern_layout(
-                gpu.type_index, gpu.mig.instances)
-            arrays["mig_layout"][row, slot] = layout
-            arrays["mig_used"][row, slot] = phantom_slots(
-                int(self.catalog.mig_slots[gpu.type_index]))
-
-    def _intern_layout(self, type_index: int, instances: tuple[tuple[str, int], ...]) -> int:
-        # Keyed by type too: the same instance list means different legal starts on types
-        # whose profiles share a name (1g.10gb spans 2 slots on an A100-40GB, 1 on an 80GB).
-        key = (type_index, tuple(sorted(instances)))
-        known = self._layout_index.get(key)
-        if known is not None:
-            return known
-        row = np.zeros(len(self.catalog.mig.names), dtype=np.uint8)
-        for profile_name, start in key[1]:
-            profile = self.catalog.mig_profile(type_index, profile_name)
-            p = self.catalog.mig.index.get(profile_name)
-            if profile is not None and p is not None and start in profile.starts:
-                row[p] |= 1 << start
-        self._layouts.append(key[1])
-        self._layout_index[key] = len(self._layouts) - 1
-        self._layout_table = np.vstack([self._layout_table, row[None, :]])
-        return len(self._layouts) - 1
 
     def remove_node(self, name: str) -> bool:
         """Forget a node; pods recorded on it keep their holdings until they go, and re-apply
@@ -282,8 +176,7 @@ class Inventory:
             if row is None:
                 return False
             arrays = self._writable()
-            for array_name in _GPU_ARRAYS:
-                arrays[array_name][row, :] = _GPU_FILL.get(array_name, 0)
+            clear_row(arrays, row)
             arrays["node_valid"][row] = False
             arrays["cpu_free"][row] = 0
             arrays["memory_free"][row] = 0
@@ -316,7 +209,7 @@ class Inventory:
                                               expires_at=None, assignment=holding.assignment)
                 self._tentative.discard(uid)
                 return report
-            holding = _within_bounds(holding, report)
+            holding = within_bounds(holding, report)
             self._replace(uid, replace(holding, state=HoldingState.OBSERVED, expires_at=None),
                           strict=False, report=report)
             self.conflicts_total += len(report.conflicts)
@@ -422,14 +315,16 @@ class Inventory:
                  report: ApplyReport) -> None:
         """Swap a pod's holding atomically: on a strict failure nothing changes."""
         old = self._holdings.get(uid)
-        arrays = self._writable(*_HOLDING_ARRAYS)
+        arrays = self._writable(*HOLDING_ARRAYS)
         if strict and new is not None:
-            self._check(new, old)
+            check_holding(self._arrays, self._index[new.node], new, old,
+                          slots=self._slot_of.get(new.node, {}), catalog=self.catalog,
+                          layouts=self._layouts.table)
         touched: set[int] = set()
         if old is not None:
             row = self._index.get(old.node)
             if row is not None:
-                self._apply(arrays, row, old, -1, strict=False, report=ApplyReport())
+                self._apply(arrays, row, old, -1, report=ApplyReport())
                 touched.add(row)
             self._by_node.get(old.node, set()).discard(uid)
             del self._holdings[uid]
@@ -441,142 +336,18 @@ class Inventory:
             self._by_node.setdefault(new.node, set()).add(uid)
             row = self._index.get(new.node)
             if row is not None:
-                self._apply(arrays, row, new, +1, strict=False, report=report)
+                self._apply(arrays, row, new, +1, report=report)
                 touched.add(row)
         self._generation += 1
         for row in touched:
             arrays["node_version"][row] = self._generation
 
-    def _check(self, new: Holding, old: Holding | None) -> None:
-        """Raise ``CapacityError`` if ``new`` does not fit (``old`` released first)."""
-        row = self._index[new.node]
-        probe = {name: self._arrays[name][row].copy() for name in _GPU_ARRAYS}
-        probe_arrays = {name: array[None, :] for name, array in probe.items()}
-        if old is not None and old.node == new.node:
-            self._apply(probe_arrays, 0, old, -1, strict=False, report=ApplyReport())
-        self._apply(probe_arrays, 0, new, +1, strict=True, report=ApplyReport(),
-                    node=new.node)
-
-    def _apply(self, arrays: dict[str, np.ndarray[Any, Any]], row: int, holding: Holding,
-               sign: int, *, strict: bool, report: ApplyReport, node: str | None = None
-               ) -> None:
-        """Add (sign=+1) or remove (-1) a holding's grants on ``row``.
-
-        ``strict``: raise ``CapacityError`` on any invariant violation (used on a probe copy).
-        Otherwise apply anyway and record the conflict: observed state is the truth even when
-        it is wrong, and hiding it would over-commit further.
-        """
-        node = node or holding.node
-        if "cpu_free" in arrays:
-            arrays["cpu_free"][row] -= sign * holding.cpu_milli
-            arrays["memory_free"][row] -= sign * holding.memory_mib
-        assignment = holding.assignment
-        if assignment is None:
-            return
-        slots = self._slot_of.get(node, {})
-        kind = assignment.kind
-        seen: set[int] = set()
-        for grant in assignment.grants:
-            slot = slots.get(grant.index)
-            if slot is None:
-                self._problem(strict, report, f"{holding.key}: GPU {grant.index} is not on "
-                                              f"node {node}")
-                continue
-            if kind in (RequestKind.WHOLE, RequestKind.SHARED) and grant.index in seen:
-                self._problem(strict, report, f"{holding.key}: GPU {grant.index} granted twice")
-            seen.add(grant.index)
-            if sign > 0:
-                self._check_grant(arrays, row, slot, holding=holding, grant=grant,
-                                  strict=strict, report=report)
-            arrays["free_mib"][row, slot] -= sign * grant.vram_mib
-            arrays["pods"][row, slot] += sign
-            if grant.replica:
-                arrays["replicas_free"][row, slot] -= sign
-            if grant.mig_profile is not None and grant.mig_start >= 0:
-                span = span_mask(grant.mig_start, grant.mig_slices)
-                if sign > 0:
-                    arrays["mig_used"][row, slot] |= span
-                else:
-                    arrays["mig_used"][row, slot] &= ~np.uint8(span)
-
-    def _check_grant(self, arrays: dict[str, np.ndarray[Any, Any]], row: int, slot: int, *,
-                     holding: Holding, grant: GpuGrant, strict: bool,
-                     report: ApplyReport) -> None:
-        where = f"{holding.key} on {holding.node} GPU {grant.index}"
-        if not arrays["healthy"][row, slot] and strict:
-            self._problem(strict, report, f"{where}: GPU is unhealthy")
-        layout = int(arrays["mig_layout"][row, slot])
-        if grant.mig_profile is not None:
-            self._check_mig(arrays, row, slot, grant=grant, where=where, strict=strict,
-                            report=report)
-            return
-        if layout != NOT_MIG:
-            self._problem(strict, report, f"{where}: GPU is MIG-partitioned; only MIG "
-                                          "instances may use it")
-        free = int(arrays["free_mib"][row, slot])
-        if grant.vram_mib < 1:
-            # a share of 0 MiB would fit even on a GPU held whole
-            self._problem(strict, report, f"{where}: a GPU grant must hold at least 1 MiB "
-                                          f"VRAM, not {grant.vram_mib}")
-        if grant.whole and grant.vram_mib != int(arrays["total_mib"][row, slot]):
-            # a whole GPU holds all its VRAM, so no share can join it later
-            self._problem(strict, report, f"{where}: a whole GPU grant must hold all "
-                                          f"{int(arrays['total_mib'][row, slot])} MiB, not "
-                                          f"{grant.vram_mib}")
-        if grant.whole:
-            if int(arrays["replicas"][row, slot]) > 0:
-                self._problem(strict, report, f"{where}: GPU is time-sliced; it gives replicas, "
-                                              "not whole GPUs")
-            if int(arrays["pods"][row, slot]) > 0 or free != int(arrays["total_mib"][row, slot]):
-                self._problem(strict, report, f"{where}: whole GPU is already in use")
-        elif grant.replica:
-            if int(arrays["replicas"][row, slot]) <= 1:
-                self._problem(strict, report, f"{where}: GPU is not time-sliced")
-            elif int(arrays["replicas_free"][row, slot]) < 1:
-                self._problem(strict, report, f"{where}: no time-slice replica left")
-            kind = holding.assignment.kind if holding.assignment else None
-            shared = bool(arrays["replicas_shared"][row, slot])
-            if kind is RequestKind.WHOLE and shared:
-                self._problem(strict, report, f"{where}: its replicas are "
-                                              "nvidia.com/gpu.shared units, not nvidia.com/gpu")
-            if kind is RequestKind.SHARED and not shared:
-                self._problem(strict, report, f"{where}: its replicas are nvidia.com/gpu "
-                                              "units, not nvidia.com/gpu.shared")
-        if grant.vram_mib > free:
-            self._problem(strict, report, f"{where}: needs {grant.vram_mib} MiB VRAM, "
-                                          f"{free} free")
-
-    def _check_mig(self, arrays: dict[str, np.ndarray[Any, Any]], row: int, slot: int, *,
-                   grant: GpuGrant, where: str, strict: bool, report: ApplyReport) -> None:
-        layout = int(arrays["mig_layout"][row, slot])
-        type_index = int(arrays["gpu_type"][row, slot])
-        assert grant.mig_profile is not None
-        profile = self.catalog.mig_profile(type_index, grant.mig_profile)
-        if layout == NOT_MIG or profile is None:
-            self._problem(strict, report, f"{where}: MIG {grant.mig_profile} is not possible "
-                                          "on this GPU")
-            return
-        if grant.mig_slices != profile.slices:
-            self._problem(strict, report, f"{where}: MIG {grant.mig_profile} spans "
-                                          f"{profile.slices} slots, not {grant.mig_slices}")
-        if not 0 <= grant.mig_start < MAX_SLOTS:
-            self._problem(strict, report, f"{where}: MIG start slot {grant.mig_start} is out "
-                                          f"of range 0..{MAX_SLOTS - 1}")
-            return
-        p = self.catalog.mig.index[grant.mig_profile]
-        legal = profile.start_mask if layout == DYNAMIC_MIG else int(self._layout_table[layout, p])
-        if not legal >> grant.mig_start & 1:
-            self._problem(strict, report, f"{where}: MIG {grant.mig_profile} may not start at "
-                                          f"slot {grant.mig_start}")
-        if int(arrays["mig_used"][row, slot]) & span_mask(grant.mig_start, profile.slices):
-            self._problem(strict, report, f"{where}: MIG slots {grant.mig_start}.."
-                                          f"{grant.mig_start + profile.slices - 1} overlap an "
-                                          "instance in use")
-
-    def _problem(self, strict: bool, report: ApplyReport, message: str) -> None:
-        if strict:
-            raise CapacityError(message)
-        report.conflicts.append(message)
+    def _apply(self, arrays: Arrays, row: int, holding: Holding, sign: int, *,
+               report: ApplyReport) -> None:
+        """Add (sign=+1) or remove (-1) a holding on ``row``, recording conflicts."""
+        apply_holding(arrays, row, holding, sign, slots=self._slot_of.get(holding.node, {}),
+                      catalog=self.catalog, layouts=self._layouts.table, strict=False,
+                      report=report)
 
     # -- snapshots ---------------------------------------------------------------------------
 
@@ -592,14 +363,14 @@ class Inventory:
                 view.flags.writeable = False
                 views[name] = view
             previous = self._snapshot
-            if previous is not None and "maps" in self._shared:
+            if previous is not None and MAPS in self._columns.shared:
                 # no node came or went since: the names and layouts are the same
                 names, layouts = previous.node_names, previous.layouts
             else:
                 names = tuple(self._names[:n])
-                layouts = self._layout_table.copy()
+                layouts = self._layouts.table.copy()
                 layouts.flags.writeable = False
-            self._shared = set(self._arrays) | {"maps"}
+            self._columns.share_all()
             self._snapshot = ClusterSnapshot(
                 generation=self._generation,
                 catalog=self.catalog,
@@ -656,25 +427,6 @@ class Inventory:
                     continue
                 self.observe(holding)
             return repairs
-
-
-def _within_bounds(holding: Holding, report: ApplyReport) -> Holding:
-    """Validate before applying: a grant no GPU can have (the decoders refuse those; this
-    guards every other caller) would overflow the arrays half-way through an apply, so such
-    an assignment is not counted at all, and reported."""
-    assignment = holding.assignment
-    if assignment is None:
-        return holding
-    for grant in assignment.grants:
-        mig_ok = grant.mig_profile is None or (
-            0 <= grant.mig_start < MAX_SLOTS
-            and 1 <= grant.mig_slices <= MAX_SLOTS - grant.mig_start)
-        if not (0 <= grant.index < MAX_GPU_INDEX and 0 <= grant.vram_mib <= MAX_GPU_MEMORY_MIB
-                and mig_ok) or len(assignment.grants) > MAX_GPUS_PER_POD:
-            report.conflicts.append(f"{holding.key}: GPU grant {grant} is out of range; its "
-                                    "assignment is not counted")
-            return replace(holding, assignment=None)
-    return holding
 
 
 def _same_grants(a: Assignment | None, b: Assignment | None) -> bool:

@@ -10,7 +10,7 @@ cannot be understood becomes a ``problems`` entry and the GPUs it concerns are l
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
@@ -184,21 +184,35 @@ class NodeDecoder:
 
     def _from_labels(self, labels: Mapping[str, str], allocatable: Mapping[str, Any],
                      problems: list[str]) -> tuple[tuple[GpuDevice, ...], str]:
-        whole = _count(allocatable.get(RESOURCE_GPU))
-        shared = _count(allocatable.get(RESOURCE_GPU_SHARED))
-        mig_counts = {name[len(RESOURCE_MIG_PREFIX):]: _count(value)
-                      for name, value in allocatable.items()
-                      if name.startswith(RESOURCE_MIG_PREFIX) and _count(value) > 0}
-        if not (whole or shared or mig_counts):
+        units = _advertised(allocatable)
+        if not (units.whole or units.shared or units.mig):
             return (), ""
         found = self._labels.node_type(labels)
-        type_index = found.type_index
-        if type_index is None:
+        type_index = self._label_type(found, problems)
+        facts = self._label_facts(labels, found, type_index)
+        if facts.partition and units.whole:
+            return self._partition_devices(type_index, units, facts, problems), found.raw_name
+        if units.whole and facts.physical and units.whole > facts.physical and \
+                not units.shared and not facts.sharing and facts.replicas <= 1:
+            inferred = self._infer_units(type_index, units.whole, facts.physical, found,
+                                         problems)
+            if inferred is not None:
+                return inferred, found.raw_name
+            facts = replace(facts, replicas=units.whole // facts.physical, time_sliced=True)
+        devices = _shared_devices(type_index, units, facts, problems)
+        devices += _whole_devices(type_index, units, facts, first=len(devices))
+        devices += self._mig_devices(type_index, units, facts, devices, problems)
+        return tuple(devices), found.raw_name
+
+    def _label_type(self, found: NodeTypeLabel, problems: list[str]) -> int:
+        """The type the labels name; ``unknown`` (with a problem saying what to add) when none
+        or one the catalog does not know."""
+        if found.type_index is None:
             problems.append("advertises GPUs but has no GPU type label (expected one of: "
                             + ", ".join(self._labels.type_label_keys)
                             + ", or node.kubernetes.io/instance-type of a known instance type)")
-            type_index = self._catalog.unknown_index
-        elif type_index == self._catalog.unknown_index:
+            return self._catalog.unknown_index
+        if found.type_index == self._catalog.unknown_index:
             mapped = self._labels.custom_values(found.key)
             if mapped and found.raw_name not in mapped:
                 problems.append(f"{found.key}={found.raw_name!r} is not in this label's map "
@@ -208,8 +222,13 @@ class NodeDecoder:
                 problems.append(f"{found.key}={found.raw_name!r} is not in the accelerator "
                                 "catalog (add it under `accelerators` with this name in "
                                 "`aliases`)")
-        # Sharing and size labels may come from another convention than the type label
-        # (a Karpenter node runs GFD too): read each from the type's preset first, then any.
+        return found.type_index
+
+    def _label_facts(self, labels: Mapping[str, str], found: NodeTypeLabel,
+                     type_index: int) -> _LabelFacts:
+        """What the sharing, size and partition labels say. They may come from another
+        convention than the type label (a Karpenter node runs GFD too): each is read from the
+        type's preset first, then any."""
         presets = [p for p in (found.preset, *self._labels.presets) if p is not None]
 
         def label(attribute: str) -> str | None:
@@ -220,7 +239,6 @@ class NodeDecoder:
             return None
 
         gfd_profile = gfd_mig_profile(labels.get(GFD.type_key, ""))
-        partition = label("partition_key") or gfd_profile
         # GFD's single strategy describes one MIG device: its memory and count labels are
         # per instance, not per physical GPU.
         memory = (None if gfd_profile else _int(label("memory_key"))) \
@@ -228,53 +246,44 @@ class NodeDecoder:
         gfd_count_key = GFD.count_key or ""
         count_label = None if gfd_profile and gfd_count_key in labels and \
             label("count_key") == labels[gfd_count_key] else _int(label("count_key"))
-        physical_known = count_label or found.instance_count
         replicas = _int(label("replicas_key")) or 0
         sharing = label("sharing_key") or ""
-        time_sliced = replicas > 1 and (not sharing or sharing in TIME_SLICING)
+        return _LabelFacts(
+            partition=label("partition_key") or gfd_profile,
+            memory_mib=memory,
+            count_label=count_label,
+            physical=count_label or found.instance_count,
+            replicas=replicas,
+            sharing=sharing,
+            time_sliced=replicas > 1 and (not sharing or sharing in TIME_SLICING),
+        )
 
-        if partition and whole:
-            units = whole // replicas if time_sliced else whole
-            if time_sliced:
-                problems.append(f"time-sharing on MIG {partition} partitions ({replicas} "
-                                "clients per instance): counted as one pod per instance")
-            return tuple(self._partitioned(type_index, partition, units, physical_known,
-                                           problems)), found.raw_name
-        if whole and physical_known and whole > physical_known and not shared and \
-                not sharing and replicas <= 1:
-            inferred = self._infer_units(type_index, whole, physical_known, found, problems)
-            if inferred is not None:
-                return inferred, found.raw_name
-            replicas, time_sliced = whole // physical_known, True
+    def _partition_devices(self, type_index: int, units: _Advertised, facts: _LabelFacts,
+                           problems: list[str]) -> tuple[GpuDevice, ...]:
+        """``nvidia.com/gpu`` units on a node labelled with one MIG partition: instances."""
+        assert facts.partition is not None
+        instances = units.whole // facts.replicas if facts.time_sliced else units.whole
+        if facts.time_sliced:
+            problems.append(f"time-sharing on MIG {facts.partition} partitions "
+                            f"({facts.replicas} clients per instance): counted as one pod per "
+                            "instance")
+        return tuple(self._partitioned(type_index, facts.partition, instances, facts.physical,
+                                       problems))
 
-        devices: list[GpuDevice] = []
-        if shared:
-            physical = count_label or (shared // replicas if replicas > 1 else 0)
-            if physical <= 0 or shared % physical:
-                problems.append(f"{RESOURCE_GPU_SHARED}={shared} without a GPU count or replica "
-                                "label; assumed one GPU")
-                physical = 1
-            per_gpu = shared // physical
-            devices += [GpuDevice(i, type_index, memory, replicas=per_gpu,
-                                  replicas_shared=True) for i in range(physical)]
-        if whole:
-            if time_sliced and not shared:
-                physical = physical_known or max(1, whole // replicas)
-                devices += [GpuDevice(len(devices) + i, type_index, memory, replicas=replicas)
-                            for i in range(physical)]
-            else:
-                devices += [GpuDevice(len(devices) + i, type_index, memory)
-                            for i in range(min(whole, MAX_GPUS_PER_NODE + 1))]
-        if mig_counts:
-            # GFD's gpu.count (or the instance type) counts physical GPUs, MIG-enabled or not.
-            mig_gpus = physical_known - len(devices) if physical_known else 0
-            if physical_known and mig_gpus <= 0:
-                problems.append(f"states {physical_known} GPU(s), all taken by whole or shared "
-                                "GPUs, yet advertises MIG instances; their GPUs are counted "
-                                "as well")
-            for layout in self._pack_mig(type_index, mig_counts, mig_gpus or None, problems):
-                devices.append(GpuDevice(len(devices), type_index, memory, mig=layout))
-        return tuple(devices), found.raw_name
+    def _mig_devices(self, type_index: int, units: _Advertised, facts: _LabelFacts,
+                     devices: list[GpuDevice], problems: list[str]) -> list[GpuDevice]:
+        """The physical GPUs holding the advertised MIG instances (mixed strategy), after the
+        whole and shared ``devices``."""
+        if not units.mig:
+            return []
+        # GFD's gpu.count (or the instance type) counts physical GPUs, MIG-enabled or not.
+        mig_gpus = facts.physical - len(devices) if facts.physical else 0
+        if facts.physical and mig_gpus <= 0:
+            problems.append(f"states {facts.physical} GPU(s), all taken by whole or shared "
+                            "GPUs, yet advertises MIG instances; their GPUs are counted as well")
+        return [GpuDevice(len(devices) + i, type_index, facts.memory_mib, mig=layout)
+                for i, layout in enumerate(
+                    self._pack_mig(type_index, units.mig, mig_gpus or None, problems))]
 
     def _infer_units(self, type_index: int, units: int, physical: int, found: NodeTypeLabel,
                      problems: list[str]) -> tuple[GpuDevice, ...] | None:
@@ -348,6 +357,73 @@ class NodeDecoder:
         packing = mig_layout.pack(geometry.slots, wanted, gpus)
         problems += packing.problems
         return [MigLayout(dynamic=False, instances=instances) for instances in packing.layouts]
+
+
+@dataclass(frozen=True)
+class _Advertised:
+    """What ``status.allocatable`` advertises (counts capped by ``_count``)."""
+
+    whole: int
+    shared: int
+    mig: dict[str, int]
+    """MIG profile -> instances, only those advertised."""
+
+
+@dataclass(frozen=True)
+class _LabelFacts:
+    """What a node's labels say besides its type."""
+
+    partition: str | None
+    """The one MIG profile every GPU is partitioned into (GKE, Flyte, GFD single)."""
+    memory_mib: int
+    """Per physical GPU (the label, else the type's)."""
+    count_label: int | None
+    """The GPU count label (not GFD's per-instance count on the single strategy)."""
+    physical: int | None
+    """Physical GPUs, from the count label or the instance type."""
+    replicas: int
+    sharing: str
+    time_sliced: bool
+
+
+def _advertised(allocatable: Mapping[str, Any]) -> _Advertised:
+    return _Advertised(
+        whole=_count(allocatable.get(RESOURCE_GPU)),
+        shared=_count(allocatable.get(RESOURCE_GPU_SHARED)),
+        mig={name[len(RESOURCE_MIG_PREFIX):]: _count(value)
+             for name, value in allocatable.items()
+             if name.startswith(RESOURCE_MIG_PREFIX) and _count(value) > 0})
+
+
+def _shared_devices(type_index: int, units: _Advertised, facts: _LabelFacts,
+                    problems: list[str]) -> list[GpuDevice]:
+    """``nvidia.com/gpu.shared`` units (renameByDefault): replicas over the physical GPUs."""
+    if not units.shared:
+        return []
+    physical = facts.count_label or (units.shared // facts.replicas if facts.replicas > 1
+                                     else 0)
+    if physical <= 0 or units.shared % physical:
+        problems.append(f"{RESOURCE_GPU_SHARED}={units.shared} without a GPU count or replica "
+                        "label; assumed one GPU")
+        physical = 1
+    per_gpu = units.shared // physical
+    return [GpuDevice(i, type_index, facts.memory_mib, replicas=per_gpu, replicas_shared=True)
+            for i in range(physical)]
+
+
+def _whole_devices(type_index: int, units: _Advertised, facts: _LabelFacts, *,
+                   first: int) -> list[GpuDevice]:
+    """``nvidia.com/gpu`` units: time-slice replicas over the physical GPUs, or whole GPUs;
+    indices from ``first``."""
+    if not units.whole:
+        return []
+    memory = facts.memory_mib
+    if facts.time_sliced and not units.shared:
+        physical = facts.physical or max(1, units.whole // facts.replicas)
+        return [GpuDevice(first + i, type_index, memory, replicas=facts.replicas)
+                for i in range(physical)]
+    return [GpuDevice(first + i, type_index, memory)
+            for i in range(min(units.whole, MAX_GPUS_PER_NODE + 1))]
 
 
 def _lowest_starts(profile: MigProfile, count: int) -> list[int]:

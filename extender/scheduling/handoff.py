@@ -23,7 +23,8 @@ from extender.config.presets import PRESETS
 from extender.config.types import HandoffConfig, HandoffMode
 from extender.errors import RequestError
 from extender.inventory.snapshot import ClusterSnapshot
-from extender.kube.decode_pod import KAI_ANNOTATIONS, PodDecoder
+from extender.kube.decode_pod import PodDecoder
+from extender.kube.forms import KAI_ANNOTATIONS
 from extender.model import Assignment, RequestKind
 
 CDI_PREFIX = "nvidia.cdi.k8s.io/"

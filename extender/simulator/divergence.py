@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from extender.core.fit import fit, row_any
+from extender.core.fit import fit
+from extender.core.rowops import row_any
 from extender.core.workload import WorkloadMix
 from extender.inventory.snapshot import ClusterSnapshot
 from extender.model import Assignment

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from extender.core.frag import FragModel, gpu_state
+from extender.core.fragmentation.model import FragModel, gpu_state
 from extender.inventory.snapshot import ClusterSnapshot
 from extender.units import MILLI
 

@@ -43,7 +43,7 @@ import numpy.typing as npt
 
 from extender.core.assign import taken_fraction
 from extender.core.fit import fit
-from extender.core.frag import FragModel
+from extender.core.fragmentation.model import FragModel
 from extender.core.request import PlacementRequest
 from extender.core.scoring.base import PLACEMENTS, PlacementObserver, Strategy
 from extender.core.workload import WorkloadMix, typical_shapes

@@ -17,7 +17,7 @@ import pytest
 
 from extender.core.assign import NoFitError, assign
 from extender.core.fit import fit
-from extender.core.frag import FragModel, gpu_state
+from extender.core.fragmentation.model import FragModel, gpu_state
 from extender.core.scoring.base import StrategyContext
 from extender.core.scoring.cost_fragmentation import CostFragmentation
 from extender.core.scoring.fgd import FGD

@@ -1,4 +1,4 @@
-"""FGD fragmentation worked by hand (``core.frag``), and checked against the reference.
+"""FGD fragmentation worked by hand (``core.fragmentation``), and checked against the reference.
 
 Units are thousandths of a GPU ("milli"), as in the FGD simulator. The worked node has two
 T4s (16384 MiB): GPU 0 holds a 0.5 share (8192 MiB), so x = (500, 1000).
@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from extender.core.fit import fit
-from extender.core.frag import FragModel, gpu_state, share_after_at
+from extender.core.fragmentation.model import FragModel, gpu_state
+from extender.core.fragmentation.scorer import share_after_at
 from extender.core.scoring.base import StrategyContext
 from extender.core.scoring.fgd import FGD
 from extender.core.scoring.registry import make_strategy

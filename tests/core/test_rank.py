@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from extender.core.scoring.cost_fragmentation import dense_rank, rank_scores, top_rank_scores
+from extender.core.scoring.rank import dense_rank, rank_scores, top_rank_scores
 
 
 @pytest.mark.parametrize("seed", range(5))

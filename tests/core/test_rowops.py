@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from extender.core.fit import row_any, row_count, row_max, row_min, type_mask
-from extender.core.frag import row_sum
+from extender.core.fit import type_mask
+from extender.core.rowops import row_any, row_count, row_max, row_min, row_sum
 
 
 @pytest.mark.parametrize("width", [1, 2, 3, 7, 8, 9, 12, 16, 24])

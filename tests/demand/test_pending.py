@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from extender.core.workload import WorkloadMix
+from extender.demand.judge import judging_scheduler
 from extender.demand.metrics import DemandMetrics
 from extender.demand.offers import need_of, offers, reported_vram
 from extender.demand.pack import pack
@@ -15,7 +15,6 @@ from extender.demand.pending import PendingJudge, Waiting, unschedulable_since
 from extender.demand.view import DemandView
 from extender.inventory.store import Inventory
 from extender.platform import Platform, load_platform
-from extender.scheduling.scheduler import Scheduler
 from extender.sync.offline import ClusterObjects, OfflineCluster
 
 P = pytest.param
@@ -67,8 +66,7 @@ def judged(nodes: list[dict[str, Any]], pods: list[dict[str, Any]]
     view = DemandView(platform, inventory)
     cluster = OfflineCluster(view, inventory)
     cluster.load(ClusterObjects(nodes, pods))
-    scheduler = Scheduler(platform, inventory, WorkloadMix(), cluster, DemandMetrics(),
-                          reservation_ttl=30)
+    scheduler = judging_scheduler(platform, inventory, cluster, DemandMetrics())
     return platform, view, PendingJudge(platform, scheduler, view.kube, ["gpu-scheduler"],
                                         debounce_s=30, clock=lambda: NOW), inventory
 

@@ -35,7 +35,7 @@ from hypothesis.stateful import (
 
 from extender.core.assign import assign
 from extender.core.fit import fit
-from extender.core.frag import FragModel, _gpu_state_rows, gpu_state
+from extender.core.fragmentation.model import FragModel, _gpu_state_rows, gpu_state
 from extender.core.scoring.capacity import _used_rows, used_fraction
 from extender.core.workload import Shape
 from extender.errors import CapacityError, UnknownNodeError

@@ -37,7 +37,7 @@ def test_an_empty_log_has_no_curve() -> None:
 
 
 def test_the_occupied_bill_counts_each_used_node_once_at_its_full_price() -> None:
-    from extender.core.frag import FragModel
+    from extender.core.fragmentation.model import FragModel
     from extender.core.workload import Shape
     from extender.simulator.metrics import Recorder
     from tests.core.helpers import catalog, inventory, node, place, request

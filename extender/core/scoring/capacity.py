@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from extender.core.fit import mig_starts, row_any, row_count, row_max, row_min
-from extender.core.frag import row_sum
+from extender.core.fit import mig_starts
 from extender.core.request import PlacementRequest
+from extender.core.rowops import row_any, row_count, row_max, row_min, row_sum
 from extender.inventory.layout import POPCOUNT
 from extender.inventory.snapshot import ClusterSnapshot
 from extender.model import RequestKind

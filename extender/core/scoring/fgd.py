@@ -7,7 +7,8 @@ Details: for a sharing pod, every GPU ``j`` of the node that can host it is trie
 
 the node scores its best GPU, and that GPU is the one used. Whole-GPU pods take the lowest
 fully free GPUs and score the node the same way. ``F`` is the node fragmentation against the
-typical shapes (``extender.core.frag``). Scores are not normalised; ties are broken at random.
+typical shapes (``extender.core.fragmentation``). Scores are not normalised; ties are broken at
+random.
 
 Weights: ``integer`` (see ``FGD.WEIGHTS``).
 """
@@ -22,8 +23,9 @@ import numpy.typing as npt
 
 from extender.config.types import Weight
 from extender.core.fit import FitResult
-from extender.core.frag import FragScorer, group_starts, sigmoid
+from extender.core.fragmentation.scorer import FragScorer, sigmoid
 from extender.core.request import PlacementRequest
+from extender.core.rowops import group_starts
 from extender.core.scoring.base import MAX_SCORE, NodeTerms, ScoreResult, StrategyContext, Term
 from extender.core.scoring.helpers import fit_of_rows
 from extender.inventory.snapshot import ClusterSnapshot

@@ -1,0 +1,289 @@
+"""FGD's node fragmentation, vectorized exactly: the model (tables per typical-shape mix).
+
+FGD (Weng et al., ATC'23) defines, for node ``n`` and typical shapes ``m`` with popularity
+``p_m``::
+
+    F_n = sum_m p_m * frag_n(m)
+    frag_n(m) = free GPU capacity of n that m cannot use:
+      - m is CPU-only, or n lacks CPU for m, or n's GPU type is not one m accepts:
+            all free GPU capacity of n;
+      - m fits (enough GPUs with free >= r_m): the free capacity of GPUs with free < r_m;
+      - m does not fit: all free GPU capacity of n.
+
+The naive cost is O(shapes x GPUs) per node. Two observations make it a gather:
+
+1. For single-GPU shapes "does not fit" means *every* GPU has free < r_m, so both cases read
+   sum_i x_i [x_i < r_m]: each GPU contributes ``x_i * A[t_i, l_n, x_i]`` where
+   ``A[t, l, x] = sum_m p_m * (1 if CPU-only / type mismatch / CPU short else [x < r_m(t)])``
+   depends only on the GPU's type ``t``, the node's CPU level ``l`` and the GPU's free
+   thousandths ``x`` (0..1000): one table lookup per GPU.
+2. Multi-GPU shapes add, when too few GPUs have x >= r, the capacity of those GPUs:
+   ``B_n = sum_k S_k[n] * W_k[l_n, cnt_k[n]]`` over groups k of shapes with the same per-type
+   demand ``r_k[t]`` (``MILLI + 1`` on types they do not accept), with ``cnt``/``S`` the
+   count/sum of qualifying GPUs (x >= r_k[t]): a few reductions per group.
+
+``l_n`` is the number of distinct shape CPU requests <= the node's free CPU. GPUs outside the
+model (MIG-partitioned, time-sliced, unhealthy, padding) contribute nothing. Units: thousandths
+of a GPU (FGD's milli).
+
+3. Scoring a pod changes one or a few GPUs per node, so F after is F's cached parts plus the
+   change: per node the snapshot's row cache keeps F now, ``sum_i x_i A[t_i, l, x_i]`` at every
+   CPU level ``l`` and each group's ``cnt``/``S`` (``row_terms``), refreshed only for rows whose
+   ``node_version`` changed; ``frag_after_changes`` then costs O(candidate GPUs), not
+   O(cluster GPUs x shapes).
+
+Array dimension names as in ``extender.inventory.snapshot``; ``n_types`` counts the unknown type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from extender.catalog import Catalog
+from extender.core.rowops import row_count, row_sum
+from extender.core.workload import Shape
+from extender.inventory.snapshot import ClusterSnapshot
+from extender.units import MILLI
+
+
+@dataclass(frozen=True, eq=False)
+class _MultiGroup:
+    """Multi-GPU shapes sharing the same per-GPU demand on every type."""
+
+    need: npt.NDArray[np.int64]
+    """(n_types,) thousandths a GPU of each type needs to serve one GPU of the shapes;
+    ``MILLI + 1`` (never met) on types the shapes do not accept. Per type, because a VRAM
+    shape demands a different share of GPUs of different sizes."""
+    weight: npt.NDArray[np.float64]
+    """(n_levels, n_gpus_max + 1) float64: W[l, cnt] = sum p_m [cpu ok at l][cnt < k_m]."""
+
+
+class FragModel:
+    """Tables for one typical-shape mix; build once per mix, evaluate per call."""
+
+    def __init__(self, catalog: Catalog, shapes: Mapping[Shape, float], *,
+                 max_gpus: int = 16) -> None:
+        self.catalog = catalog
+        self.shapes = dict(shapes)
+        n_types = len(catalog) + 1
+        memory = np.maximum(catalog.memory_mib, 1)
+        gpu_shapes = [(s, p) for s, p in self.shapes.items() if s.gpus > 0]
+        self.cpu_levels = np.array(sorted({s.cpu_milli for s, _ in gpu_shapes}), dtype=np.int64)
+        n_levels = len(self.cpu_levels) + 1
+        total_weight = float(sum(self.shapes.values()))
+        table = np.full((n_types, n_levels, MILLI + 1), total_weight, dtype=np.float64)
+        groups: dict[tuple[int, ...], list[tuple[Shape, float]]] = {}
+        for shape, weight in gpu_shapes:
+            rank = int(np.searchsorted(self.cpu_levels, shape.cpu_milli, side="left"))
+            types = self._type_mask(shape)
+            demand = self._demand(shape, memory)  # (n_types,) thousandths per GPU
+            for t in np.flatnonzero(types):
+                r = int(demand[t])
+                if r <= MILLI:
+                    # GPU with x >= r serves m when the node has the CPU: not a fragment
+                    table[t, rank + 1:, r:] -= weight
+            if shape.gpus > 1:
+                need = np.where(types, np.minimum(demand, MILLI + 1), MILLI + 1)
+                groups.setdefault(tuple(int(v) for v in need), []).append((shape, weight))
+        self.table = table
+        """(n_types, n_levels, 1001) float64: A[t, l, x]."""
+        self.groups = tuple(self._group(need, members, n_levels=n_levels, max_gpus=max_gpus)
+                            for need, members in groups.items())
+
+    def _type_mask(self, shape: Shape) -> npt.NDArray[np.bool_]:
+        n_types = len(self.catalog) + 1
+        if shape.types is None:
+            mask = np.ones(n_types, dtype=bool)
+            mask[self.catalog.unknown_index] = False
+            return mask
+        return self.catalog.mask(shape.types)
+
+    @staticmethod
+    def _demand(shape: Shape, memory: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        if shape.vram_mib > 0:
+            return np.ceil(shape.vram_mib * MILLI / memory).astype(np.int64)
+        return np.full(len(memory), shape.milli, dtype=np.int64)
+
+    def _group(self, need: tuple[int, ...], members: list[tuple[Shape, float]], *,
+               n_levels: int, max_gpus: int) -> _MultiGroup:
+        weight = np.zeros((n_levels, max_gpus + 1), dtype=np.float64)
+        for shape, p in members:
+            rank = int(np.searchsorted(self.cpu_levels, shape.cpu_milli, side="left"))
+            weight[rank + 1:, : min(shape.gpus, max_gpus + 1)] += p
+        return _MultiGroup(need=np.array(need, dtype=np.int64), weight=weight)
+
+    # -- evaluation ---------------------------------------------------------------------------
+    #
+    # Row sums go through a matrix-vector product and gathers through flat ``take``: numpy's
+    # reductions over a short last axis and 3-index fancy indexing cost several times more.
+
+    @property
+    def n_levels(self) -> int:
+        return int(self.table.shape[1])
+
+    def levels(self, cpu_free: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """(n,) CPU level of each node: how many shape CPU requests it can cover."""
+        return np.searchsorted(self.cpu_levels, cpu_free, side="right").astype(np.int64)
+
+    def _base(self, state: GpuState, level: npt.NDArray[np.int64]) -> npt.NDArray[np.intp]:
+        """(n, n_gpus) offset of ``A[t, l, 0]`` in the flat table for each GPU."""
+        rows = state.type_col.astype(np.intp) * self.n_levels + level.astype(np.intp)[:, None]
+        out: npt.NDArray[np.intp] = rows * (MILLI + 1)
+        return out
+
+    def _contribution(self, base: npt.NDArray[np.intp], x: npt.NDArray[np.integer[Any]]
+                      ) -> npt.NDArray[np.float64]:
+        """x * A[t, l, x] per GPU (0 where x is 0, which covers GPUs outside the model)."""
+        return x * self.table.reshape(-1).take(base + x)
+
+    def node_frag(self, state: GpuState, level: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+        """(n,) F per node for free thousandths ``state.x`` at CPU ``level``."""
+        frag = row_sum(self._contribution(self._base(state, level), state.x))
+        for group in self.groups:
+            frag += self._group_term(group, state.x, state, level)
+        return frag
+
+    def _group_term(self, group: _MultiGroup, x: npt.NDArray[np.integer[Any]], state: GpuState,
+                    level: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+        qualifies = state.in_model & (x >= group.need.take(state.type_col))
+        count = np.minimum(row_count(qualifies), group.weight.shape[1] - 1)
+        capacity = row_sum(np.where(qualifies, x, 0).astype(np.float64))
+        return capacity * group.weight[level, count]
+
+    def row_terms(self, snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64]
+                  ) -> tuple[npt.NDArray[Any], ...]:
+        """Per node, what F is made of, for every CPU level: a ``RowCache`` function.
+
+        Returns ``(level (n,), F (n,), sums (n, n_levels), counts (n, n_groups), held (n,
+        n_groups))``: the node's CPU level and F now; the sum of x * A over its GPUs at each
+        level; per multi-GPU group the GPUs that qualify and their free thousandths."""
+        state = _gpu_state_rows(snapshot, rows)
+        level = self.levels(snapshot.cpu_free[rows])
+        n = len(rows)
+        sums = np.empty((n, self.n_levels))
+        table = self.table.reshape(-1)
+        for lv in range(self.n_levels):
+            base = (state.type_col.astype(np.intp) * self.n_levels + lv) * (MILLI + 1)
+            sums[:, lv] = row_sum(state.x * table.take(base + state.x))
+        counts = np.empty((n, len(self.groups)), dtype=np.int64)
+        held = np.empty((n, len(self.groups)))
+        for g, group in enumerate(self.groups):
+            qualifies = state.in_model & (state.x >= group.need.take(state.type_col))
+            counts[:, g] = row_count(qualifies)
+            held[:, g] = row_sum(np.where(qualifies, state.x, 0))
+        frag = sums[np.arange(n), level] + self._group_sum(counts, held, level)
+        return level, frag, sums, counts, held
+
+    def _group_sum(self, counts: npt.NDArray[np.int64], held: npt.NDArray[np.float64],
+                   level: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+        total = np.zeros(len(level))
+        for g, group in enumerate(self.groups):
+            slots = group.weight.shape[1]
+            count = np.minimum(counts[:, g], slots - 1)
+            total += held[:, g] * group.weight.reshape(-1).take(level * slots + count)
+        return total
+
+    def node_frag_cached(self, snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64]
+                         ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+        """(CPU level, F) of snapshot ``rows`` through the snapshot's row cache (only rows
+        changed since the last call are recomputed)."""
+        level, frag, _, _, _ = snapshot.cache.derive(("frag-rows", self), snapshot,
+                                                     self.row_terms, rows)
+        return level, frag
+
+    def frag_after_changes(self, snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64],
+                           level_after: npt.NDArray[np.int64], *, owner: npt.NDArray[np.intp],
+                           slot: npt.NDArray[np.intp], x_after: npt.NDArray[np.int64],
+                           sets: int | None = None) -> npt.NDArray[np.float64]:
+        """F after sets of changes, from the cached per-node terms: O(changes), no per-GPU
+        work on the rest of the cluster.
+
+        Change ``k`` sets GPU ``slot[k]`` of node ``rows[owner[k]]`` to ``x_after[k]`` free
+        thousandths (GPUs outside the model are left out by the caller or ignored here).
+        ``sets=None``: every change is its own set (one-GPU shares tried GPU by GPU) and the
+        result is ``(m,)``; else the changes of set ``i`` are those with ``owner == i`` (the
+        GPUs a whole-GPU pod takes on node ``rows[i]``) and the result is ``(sets,)``, at
+        ``level_after`` of each node."""
+        row_k = rows.take(owner)
+        flat = row_k * snapshot.n_gpus + slot
+        x_k, type_k, in_k = snapshot.cache.use(
+            ("gpu-state",), snapshot, _gpu_state_arrays,
+            lambda arrays: tuple(a.reshape(-1).take(flat) for a in arrays))
+        node_rows = row_k if sets is None else rows
+        node_level = level_after.take(owner) if sets is None else level_after
+        levels = self.n_levels
+        n_groups = len(self.groups)
+        sums, counts_at, held_at = snapshot.cache.use(
+            ("frag-rows", self), snapshot, self.row_terms, lambda arrays: (
+                arrays[2].reshape(-1).take(node_rows * levels + node_level),
+                [arrays[3].reshape(-1).take(node_rows * n_groups + g) for g in range(n_groups)],
+                [arrays[4].reshape(-1).take(node_rows * n_groups + g) for g in range(n_groups)]))
+        x_after = np.where(in_k, x_after, 0)
+        level_k = level_after.take(owner)
+        base = (type_k.astype(np.intp) * levels + level_k) * (MILLI + 1)
+        table = self.table.reshape(-1)
+        change = x_after * table.take(base + x_after) - x_k * table.take(base + x_k)
+        if sets is None:
+            frag = sums + change
+        else:
+            frag = sums + np.bincount(owner, weights=change, minlength=sets)
+        for g, group in enumerate(self.groups):
+            need_k = group.need.take(type_k)
+            before_q = in_k & (x_k >= need_k)
+            after_q = in_k & (x_after >= need_k)
+            d_count = after_q.astype(np.int64) - before_q
+            d_held = np.where(after_q, x_after, 0) - np.where(before_q, x_k, 0)
+            if sets is not None:
+                d_count = np.bincount(owner, weights=d_count, minlength=sets).astype(np.int64)
+                d_held = np.bincount(owner, weights=d_held, minlength=sets)
+            count = counts_at[g] + d_count
+            held = held_at[g] + d_held
+            slots = group.weight.shape[1]
+            count = np.minimum(count, slots - 1)
+            frag += held * group.weight.reshape(-1).take(node_level * slots + count)
+        return frag
+
+
+@dataclass(frozen=True, eq=False)
+class GpuState:
+    """The model's view of the candidate rows: (n, n_gpus) arrays."""
+
+    x: npt.NDArray[np.int16]
+    """Free thousandths of each GPU, 0..1000 (0 outside the model)."""
+    type_col: npt.NDArray[np.int16]
+    """Catalog index (unknown index on padding)."""
+    in_model: npt.NDArray[np.bool_]
+    """GPU takes part: present, healthy, not MIG-partitioned, not time-sliced."""
+
+
+def _gpu_state_rows(snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64]
+                    ) -> GpuState:
+    gpu_type = snapshot.gpu_type[rows]
+    present = gpu_type >= 0
+    total = np.maximum(snapshot.total_mib[rows], 1)
+    free = np.maximum(snapshot.free_mib[rows], 0)
+    # floor(free * 1000 / total) in float64 is exact here (operands < 2**53)
+    x = np.minimum(np.floor(free * float(MILLI) / total), MILLI)
+    in_model = present & snapshot.healthy[rows] & (snapshot.mig_layout[rows] < 0) & \
+        (snapshot.replicas[rows] == 0)
+    type_col = np.where(present, gpu_type, snapshot.catalog.unknown_index).astype(np.int16)
+    return GpuState(x=np.where(in_model, x, 0).astype(np.int16), type_col=type_col,
+                    in_model=in_model)
+
+
+def _gpu_state_arrays(snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64]
+                      ) -> tuple[npt.NDArray[Any], ...]:
+    state = _gpu_state_rows(snapshot, rows)
+    return state.x, state.type_col, state.in_model
+
+
+def gpu_state(snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64]) -> GpuState:
+    """The model's view of snapshot ``rows``, through the snapshot's row cache."""
+    x, type_col, in_model = snapshot.cache.derive(("gpu-state",), snapshot,
+                                                  _gpu_state_arrays, rows)
+    return GpuState(x=x, type_col=type_col, in_model=in_model)

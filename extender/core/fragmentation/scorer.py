@@ -1,0 +1,177 @@
+"""The fragmentation model in step with the workload mix, and F before and after a pod on each
+fitting node (``FragScorer``, shared by FGD and the default strategy), with the per-GPU helpers
+it needs: the GPUs with a unit, one GPU per distinct state, what a share leaves free.
+
+The model itself (``FragModel``, the FGD formulas): ``extender.core.fragmentation.model``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import numpy.typing as npt
+
+from extender.catalog import Catalog
+from extender.core.fit import FitResult
+from extender.core.fragmentation.model import FragModel
+from extender.core.request import PlacementRequest
+from extender.core.rowops import group_starts
+from extender.core.workload import Shape, WorkloadMix
+from extender.inventory.snapshot import ClusterSnapshot
+from extender.model import RequestKind
+from extender.units import MILLI
+
+
+def sigmoid(value: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    out: npt.NDArray[np.float64] = 0.5 * (1.0 + np.tanh(0.5 * value))
+    return out
+
+
+class FragScorer:
+    """Keeps a ``FragModel`` in step with the workload mix and computes F before and after a
+    pod on each fitting node (and, for a one-GPU share, on each of its GPUs). Shared by the
+    FGD and the default strategy."""
+
+    def __init__(self, catalog: Catalog, workload: WorkloadMix) -> None:
+        self.catalog = catalog
+        self.workload = workload
+        self._model: FragModel | None = None
+        self._version = -1
+
+    def model(self) -> FragModel:
+        workload = self.workload
+        if self._model is None or self._version != workload.version:
+            self._version = workload.version
+            self._model = FragModel(self.catalog, workload.typical())
+        return self._model
+
+    def set_shapes(self, shapes: Mapping[Shape, float]) -> None:
+        """Fix the typical shapes (the simulator takes them from the trace)."""
+        self._model = FragModel(self.catalog, shapes)
+        self._version = self.workload.version
+
+    def _prepare(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult
+                 ) -> tuple[FragModel, npt.NDArray[np.int64], npt.NDArray[np.int64],
+                            npt.NDArray[np.float64], npt.NDArray[np.int64],
+                            npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+        """(model, positions, rows, F before, CPU level after, pair node, pair slot) for the
+        fitting nodes; pairs are every GPU with a unit, sorted by node then slot."""
+        positions = np.flatnonzero(fit.fits)
+        rows = fit.rows[positions]
+        model = self.model()
+        level, before = model.node_frag_cached(snapshot, rows)
+        level_after = level if req.cpu_milli == 0 else \
+            model.levels(snapshot.cpu_free[rows] - req.cpu_milli)
+        pos, slot = unit_pairs(fit, positions)
+        return model, positions, rows, before, level_after, pos, slot
+
+    def share_pairs(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult,
+                    *, distinct: bool = False
+                    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64],
+                               npt.NDArray[np.float64], npt.NDArray[np.intp],
+                               npt.NDArray[np.intp], npt.NDArray[np.float64]]:
+        """A one-GPU share on fitting nodes, per candidate GPU: (positions, rows, F before
+        (n,), pair node (m,) as an index into rows, pair slot (m,), F after (m,)); pairs
+        sorted by node then slot. ``distinct``: leave out GPUs in the same state as a lower
+        slot of their node (same F after; for callers that want each node's best GPU, lowest
+        slot first)."""
+        model, positions, rows, before, level_after, pos, slot = \
+            self._prepare(snapshot, req, fit)
+        if distinct:
+            keep = first_of_kind(snapshot, rows.take(pos), slot)
+            if not keep.all():
+                pos, slot = pos[keep], slot[keep]
+        x_after = share_after_at(snapshot, req, rows.take(pos), slot)
+        after = model.frag_after_changes(snapshot, rows, level_after, owner=pos, slot=slot,
+                                         x_after=x_after)
+        return positions, rows, before, pos, slot, after
+
+    def frag_after(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult
+                   ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64],
+                              npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        """For fitting nodes: (positions, rows, F before (n,), F after) in thousandths.
+
+        F after is ``(n, n_gpus)`` for a one-GPU share (placed on GPU j; ``inf`` where it does
+        not fit) and ``(n,)`` otherwise (whole GPUs: the lowest fully free ones)."""
+        if req.kind in (RequestKind.FRACTION, RequestKind.VRAM):
+            positions, rows, before, pos, slot, pairs = self.share_pairs(snapshot, req, fit)
+            grid = np.full((len(rows), snapshot.n_gpus), np.inf)
+            grid[pos, slot] = pairs
+            return positions, rows, before, grid
+        model, positions, rows, before, level_after, pos, slot = \
+            self._prepare(snapshot, req, fit)
+        # the lowest ``count`` GPUs with a unit are taken whole (x -> 0)
+        if len(pos):
+            starts = group_starts(pos)
+            rank = np.arange(len(pos)) - np.repeat(starts, np.diff(np.r_[starts, len(pos)]))
+            keep = rank < req.count
+            pos, slot = pos[keep], slot[keep]
+        after = model.frag_after_changes(snapshot, rows, level_after, owner=pos, slot=slot,
+                                         x_after=np.zeros(len(pos), dtype=np.int64),
+                                         sets=len(rows))
+        return positions, rows, before, after
+
+
+def unit_pairs(fit: FitResult, positions: npt.NDArray[np.int64]
+               ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+    """(node, slot) of every GPU with a unit on the fitting nodes, sorted by node then slot;
+    ``node`` indexes ``positions``."""
+    units = fit.units
+    width = units.shape[1]
+    flat = np.flatnonzero(units > 0)
+    row = flat // width
+    slot = flat - row * width
+    index = np.full(len(units), -1, dtype=np.intp)
+    index[positions] = np.arange(len(positions))
+    node = index.take(row)
+    keep = node >= 0
+    if not keep.all():
+        node, slot = node[keep], slot[keep]
+    return node.astype(np.intp), slot.astype(np.intp)
+
+
+_SIGNATURE = ("gpu_type", "total_mib", "free_mib", "replicas", "replicas_free",
+              "replicas_shared", "mig_layout", "mig_used", "healthy")
+"""Per-GPU state that decides whether and how a one-GPU share fits (not which pods)."""
+
+
+def _first_of_kind_rows(snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64]
+                        ) -> tuple[npt.NDArray[np.bool_]]:
+    """(n, n_gpus) True for a GPU unless an earlier GPU of its node is in the same state."""
+    columns = [getattr(snapshot, name)[rows] for name in _SIGNATURE]
+    width = snapshot.n_gpus
+    first = np.ones((len(rows), width), dtype=bool)
+    for g in range(1, width):
+        for h in range(g):
+            same = np.ones(len(rows), dtype=bool)
+            for column in columns:
+                same &= column[:, g] == column[:, h]
+            first[:, g] &= ~same
+    return (first,)
+
+
+def first_of_kind(snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64],
+                  slots: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
+    """(m,) for GPU ``slots[k]`` of row ``rows[k]``: no lower slot of that node is in the same
+    state (through the snapshot's row cache: only rows that changed are recomputed)."""
+    flat = rows * snapshot.n_gpus + slots
+    first: npt.NDArray[np.bool_] = snapshot.cache.use(
+        ("first-of-kind",), snapshot, _first_of_kind_rows,
+        lambda arrays: arrays[0].reshape(-1).take(flat))
+    return first
+
+
+def share_after_at(snapshot: ClusterSnapshot, req: PlacementRequest,
+                   rows: npt.NDArray[np.int64], slots: npt.NDArray[np.intp]
+                   ) -> npt.NDArray[np.int64]:
+    """(m,) free thousandths GPU ``slots[k]`` of snapshot row ``rows[k]`` keeps after hosting
+    a one-GPU share (a fraction holds ``milli`` of the GPU's memory, a VRAM share its MiB)."""
+    flat = rows * snapshot.n_gpus + slots
+    total = np.maximum(snapshot.total_mib.reshape(-1).take(flat), 1)
+    free = np.maximum(snapshot.free_mib.reshape(-1).take(flat), 0)
+    held: npt.NDArray[np.int64] | int = total.astype(np.int64) * req.request.milli // 1000 \
+        if req.kind is RequestKind.FRACTION else req.request.vram_mib
+    left = np.maximum(free - held, 0)
+    # floor(left * 1000 / total) in float64 is exact here (operands < 2**53)
+    return np.minimum(np.floor(left * float(MILLI) / total), MILLI).astype(np.int64)
