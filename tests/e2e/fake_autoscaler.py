@@ -5,7 +5,8 @@ ProvisioningRequest) or Karpenter (for a pending utility pod) would on a cloud.
 - **ProvisioningRequest** (``autoscaling.x-k8s.io/v1``): for every request not yet Provisioned,
   each pod set's PodTemplate gives the node shape and ``count`` the number of nodes (one node per
   pod: the node groups of this fake hold exactly one such pod); then the request gets
-  ``Accepted`` and ``Provisioned`` True, as CA writes them.
+  ``Accepted`` and ``Provisioned`` True, as CA writes them. A ``check-capacity`` request (CA
+  only checks, never scales) gets no node and ``Provisioned`` False: this fake has no spare.
 - **Utility pods**: every pod matching ``utility_selector`` that kube-scheduler marked
   ``PodScheduled=False/Unschedulable`` and has not been served gets one node of its shape.
 
@@ -40,6 +41,7 @@ from localcluster.kwok import Kwok
 GROUP, VERSION, PLURAL = "autoscaling.x-k8s.io", "v1", "provisioningrequests"
 PRODUCT_LABEL = "nvidia.com/gpu.product"
 WHOLE_GPU = "nvidia.com/gpu"
+CHECK_CAPACITY = "check-capacity."
 # GFD's nvidia.com/gpu.memory per catalog type (MiB): what the GPU reports, not its nominal
 # size (a T4 reports 15360 of its 16384).
 REPORTED_MIB = {"t4": 15360, "l4": 23034, "a10g": 23028, "l40s": 46068, "a100-80gb": 81920}
@@ -142,6 +144,14 @@ class FakeAutoscaler:
             conditions = (request.get("status") or {}).get("conditions") or []
             if served in self._served or any(c["type"] == "Provisioned" for c in conditions):
                 continue
+            self._served.add(served)
+            if request["spec"]["provisioningClassName"].startswith(CHECK_CAPACITY):
+                # CA only checks whether the capacity exists; this fake never has spare nodes
+                custom.patch_namespaced_custom_object_status(
+                    GROUP, VERSION, meta["namespace"], PLURAL, meta["name"],
+                    {"status": {"conditions": [_condition("Accepted"),
+                                               _condition("Provisioned", "False")]}})
+                continue
             for pod_set in request["spec"]["podSets"]:
                 template = core.read_namespaced_pod_template(
                     pod_set["podTemplateRef"]["name"], meta["namespace"])
@@ -149,7 +159,6 @@ class FakeAutoscaler:
                     template.template.spec)
                 for _ in range(int(pod_set["count"])):
                     self._create_node(spec, key)
-            self._served.add(served)
             custom.patch_namespaced_custom_object_status(
                 GROUP, VERSION, meta["namespace"], PLURAL, meta["name"],
                 {"status": {"conditions": [_condition("Accepted"), _condition("Provisioned")]}})
@@ -178,8 +187,8 @@ def _unschedulable(pod: client.V1Pod) -> bool:
                for c in (pod.status.conditions or []))
 
 
-def _condition(kind: str) -> dict[str, str]:
+def _condition(kind: str, status: str = "True") -> dict[str, str]:
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return {"type": kind, "status": "True", "reason": "FakeAutoscaler",
+    return {"type": kind, "status": status, "reason": "FakeAutoscaler",
             "message": "kwok nodes created by tests/e2e/fake_autoscaler.py",
             "lastTransitionTime": now}

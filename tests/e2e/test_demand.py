@@ -128,8 +128,8 @@ def test_pending_gpu_pods_bring_exactly_the_nodes_they_need(bridge: Bridge) -> N
 def test_the_fake_autoscaler_answers_both_forms_with_gfd_labelled_kwok_nodes(
         controlplane_binaries: object, kwok_binary: Path) -> None:
     """The harness itself, without the controller: a ProvisioningRequest for two L4 nodes gets
-    two kwok nodes and Provisioned=True; a pending, Unschedulable utility pod one T4 node;
-    a pod not matching the selector none."""
+    two kwok nodes and Provisioned=True, a check-capacity one none and Provisioned=False; a
+    pending, Unschedulable utility pod one T4 node; a pod not matching the selector none."""
     from kubernetes import client
 
     with gpu_cluster() as cluster:
@@ -144,13 +144,20 @@ def test_the_fake_autoscaler_answers_both_forms_with_gfd_labelled_kwok_nodes(
                 "affinity": affinity}
         cluster.api().create_namespaced_pod_template(NAMESPACE, {
             "metadata": {"name": "l4-x2"}, "template": {"spec": spec}})
-        client.CustomObjectsApi(cluster.api_client()).create_namespaced_custom_object(
+        custom = client.CustomObjectsApi(cluster.api_client())
+        custom.create_namespaced_custom_object(
             "autoscaling.x-k8s.io", "v1", NAMESPACE, "provisioningrequests", {
                 "apiVersion": "autoscaling.x-k8s.io/v1", "kind": "ProvisioningRequest",
                 "metadata": {"name": "l4-x2", "labels": {"gpu-extender.io/demand": "true"}},
                 "spec": {"provisioningClassName":
                          "best-effort-atomic-scale-up.autoscaling.x-k8s.io",
                          "podSets": [{"podTemplateRef": {"name": "l4-x2"}, "count": 2}]}})
+        custom.create_namespaced_custom_object(
+            "autoscaling.x-k8s.io", "v1", NAMESPACE, "provisioningrequests", {
+                "apiVersion": "autoscaling.x-k8s.io/v1", "kind": "ProvisioningRequest",
+                "metadata": {"name": "check-only"},
+                "spec": {"provisioningClassName": "check-capacity.autoscaling.x-k8s.io",
+                         "podSets": [{"podTemplateRef": {"name": "l4-x2"}, "count": 1}]}})
         utility = gpu_pod("utility-t4", {"nvidia.com/gpu": 1},
                           labels={"gpu-extender.io/demand": "true"},
                           node_selector={PRODUCT_LABEL: "Tesla-T4"})
@@ -167,10 +174,14 @@ def test_the_fake_autoscaler_answers_both_forms_with_gfd_labelled_kwok_nodes(
         assert node.metadata.labels["nvidia.com/gpu.memory"] == "15360"
         assert node.metadata.labels["nvidia.com/gpu.count"] == "1"
         assert node.status.capacity["nvidia.com/gpu"] == "1"
-        request = client.CustomObjectsApi(cluster.api_client()).get_namespaced_custom_object(
+        request = custom.get_namespaced_custom_object(
             "autoscaling.x-k8s.io", "v1", NAMESPACE, "provisioningrequests", "l4-x2")
         assert {c["type"]: c["status"] for c in request["status"]["conditions"]} == {
             "Accepted": "True", "Provisioned": "True"}
+        checked = custom.get_namespaced_custom_object(
+            "autoscaling.x-k8s.io", "v1", NAMESPACE, "provisioningrequests", "check-only")
+        assert {c["type"]: c["status"] for c in checked["status"]["conditions"]} == {
+            "Accepted": "True", "Provisioned": "False"}  # and no node (three scale-ups above)
         assert not cluster.api().read_namespaced_pod("stranger", NAMESPACE).spec.node_name
         assert scaler.errors == []
 
