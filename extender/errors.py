@@ -90,6 +90,18 @@ class UnknownNodeError(ExtenderError):
     """A node name is not in the inventory."""
 
 
+class JsonObjectError(ValueError, ExtenderError):
+    """Bytes that should be one JSON object are not JSON, or not an object
+    (``extender.jsonobj.load_object``). ``what`` names them (``body``, ``watch event``, the API
+    call), ``problem`` says what is wrong; a ``ValueError`` for callers that report any bad
+    value alike."""
+
+    def __init__(self, what: str, problem: str) -> None:
+        self.what = what
+        self.problem = problem
+        super().__init__(f"{what}: {problem}" if what else problem)
+
+
 def did_you_mean(value: object, candidates: Iterable[str]) -> str:
     """``"; did you mean 'a100-80gb'?"`` for the closest candidate (case-insensitive), or ``""``
     when nothing is close: a hint to append to a problem, never a guess that changes meaning."""

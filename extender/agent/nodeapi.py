@@ -17,6 +17,7 @@ from typing import Any, Protocol
 import yaml
 
 from extender.agent.errors import AgentError
+from extender.kube import objects
 from extender.model import PodKey
 
 
@@ -59,7 +60,7 @@ class FileAgentApi:
 
     def node(self, name: str) -> dict[str, Any]:
         for item in self._items():
-            if item.get("kind") == "Node" and (item.get("metadata") or {}).get("name") == name:
+            if item.get("kind") == "Node" and objects.name(item) == name:
                 return item
         return {"metadata": {"name": name}}
 

@@ -25,6 +25,8 @@ import orjson
 from extender.apiserver.errors import KubeError, NotFound, translate
 from extender.apiserver.events import EventWriter
 from extender.apiserver.transport import RawTransport, events_path, pod_path
+from extender.errors import JsonObjectError
+from extender.jsonobj import load_object
 from extender.kube import objects
 from extender.model import PodKey
 
@@ -345,9 +347,6 @@ class ApiServerClient:
         if not parse:
             return {}
         try:
-            doc = orjson.loads(data)
-        except orjson.JSONDecodeError as exc:
-            raise KubeError(f"{action}: the API server answered with invalid JSON") from exc
-        if not isinstance(doc, dict):
-            raise KubeError(f"{action}: expected a JSON object")
-        return doc
+            return load_object(data, f"{action}: the API server's answer")
+        except JsonObjectError as exc:
+            raise KubeError(str(exc)) from exc

@@ -13,6 +13,7 @@ from typing import Any, Literal, Protocol
 import orjson
 
 from extender.apiserver.errors import KubeError, NotFound, translate
+from extender.kube import objects
 
 DemandKind = Literal["Pod", "PodTemplate", "ProvisioningRequest"]
 PR_GROUP = "autoscaling.x-k8s.io"
@@ -76,7 +77,7 @@ class ApiServerDemandObjects:
         return [item for item in doc.get("items") or () if isinstance(item, dict)]
 
     def create_demand(self, kind: DemandKind, namespace: str, body: Mapping[str, Any]) -> None:
-        name = str((body.get("metadata") or {}).get("name") or "")
+        name = objects.name(body)
         action = f"create {kind} {namespace}/{name}"
         if kind == "ProvisioningRequest":
             self._call(action, self._custom.create_namespaced_custom_object, PR_GROUP,

@@ -3,13 +3,16 @@
 Vectorized over ``(n_rows, n_gpus)`` (candidate rows of the snapshot x GPU slots): no per-node
 Python loop. Performs no input validation (the snapshot's invariants hold).
 
-Per GPU we compute:
+The kernel (``_fit``) runs in named steps:
 
-- ``capable``: could host one unit of the request if empty (type-independent capacity: not
-  partitioned for whole/VRAM/replica requests, big enough, time-sliced, has the MIG profile);
-- ``units``: units it can host *now* (1 or 0; MIG: free legal placements of the profile).
+1. ``gpu_facts`` / ``gpu_units`` (``core.gpu_units``): per GPU, ``capable`` (could host one
+   unit of the request if empty) and ``units`` it can host *now*, by the request kind's rule;
+2. a node fits when the allowed, healthy GPUs provide ``count`` units (a VRAM share needs one
+   GPU) and, when asked, the node has the CPU and memory;
+3. ``_reasons``: the others get the first failing condition in priority order;
+4. ``_numbers``: the numbers of each reason's message, as named columns (``core.reasons.
+   Numbers``: ``have``, ``among``, ``need``).
 
-A node fits when the allowed, healthy GPUs provide ``count`` units (a VRAM share needs one GPU).
 Failures are *unresolvable* when capacity alone rules the node out (wrong type, protected, too
 small, unhealthy) and *unschedulable* when it is only full now.
 """
@@ -21,59 +24,28 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from extender.core.reasons import VERDICT_BY_CODE, Reason, format_reasons
+from extender.core.gpu_units import Gpus, Units, gpu_facts, gpu_units
+from extender.core.reasons import AMONG, HAVE, NEED, CodedRows, Reason, format_reasons
 from extender.core.request import PlacementRequest
 from extender.core.rowops import row_any, row_count, row_max, row_min
-from extender.inventory.layout import FREE_STARTS, POPCOUNT
 from extender.inventory.snapshot import DYNAMIC_MIG, ClusterSnapshot
 from extender.model import RequestKind
 
 
 @dataclass(frozen=True, eq=False)
-class FitResult:
+class FitResult(CodedRows):
     rows: npt.NDArray[np.int64]
     """(n_rows,) candidate rows of the snapshot."""
     code: npt.NDArray[np.int8]
     """(n_rows,) ``Reason`` per row (0 = fits)."""
     params: npt.NDArray[np.int64]
-    """(n_rows, 3) numbers for the reason's message."""
+    """(n_rows, 3) numbers for the reason's message: columns ``HAVE``, ``AMONG``, ``NEED``
+    (``core.reasons.Numbers``)."""
     units: npt.NDArray[np.int16]
     """(n_rows, n_gpus) units each GPU can host now (0 on GPUs the pod may not use)."""
 
-    @property
-    def verdict(self) -> npt.NDArray[np.int8]:
-        """(n_rows,) ``Verdict`` values."""
-        return VERDICT_BY_CODE[self.code]
-
-    @property
-    def fits(self) -> npt.NDArray[np.bool_]:
-        return self.code == Reason.FITS
-
     def messages(self, snapshot: ClusterSnapshot) -> list[str]:
         return format_reasons(snapshot.catalog, self.code, self.params)
-
-
-def type_mask(lookup: npt.NDArray[np.bool_], gpu_type: npt.NDArray[np.int16]
-              ) -> npt.NDArray[np.bool_]:
-    """``lookup[gpu_type]`` for a per-type bool table whose last entry is the unknown type,
-    False on padding (-1). A pod names few types (or excludes few): a handful of comparisons
-    is cheaper than a gather."""
-    n_types = len(lookup) - 1
-    if lookup[n_types]:  # pragma: no cover - no pod accepts the unknown type
-        return lookup.take(gpu_type) & (gpu_type >= 0)
-    accepted = np.flatnonzero(lookup)
-    if len(accepted) <= 3:
-        out = np.zeros(gpu_type.shape, dtype=bool)
-        for t in accepted:
-            out |= gpu_type == t
-        return out
-    refused = np.flatnonzero(~lookup)  # includes the unknown type
-    if len(refused) <= 4:
-        out = gpu_type >= 0
-        for t in refused:
-            out &= gpu_type != t
-        return out
-    return lookup.take(gpu_type) & (gpu_type >= 0)
 
 
 def _covers(rows: npt.NDArray[np.int64], n_nodes: int) -> bool:
@@ -125,194 +97,154 @@ def _fit(snapshot: ClusterSnapshot, req: PlacementRequest,
          sel: npt.NDArray[np.int64] | slice, check_cpu_memory: bool
          ) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.int64], npt.NDArray[np.int16]]:
     """The kernel on ``snapshot.<array>[sel]``: (code, params, units)."""
-    catalog = snapshot.catalog
-    kind = req.kind
-    gpu_type = snapshot.gpu_type[sel]
-    n_rows = gpu_type.shape[0]
-    present = gpu_type >= 0
-    accepted = type_mask(req.accepted, gpu_type)
-    allowed = accepted if np.array_equal(req.allowed, req.accepted) else \
-        type_mask(req.allowed, gpu_type)
-    healthy = snapshot.healthy[sel]
-    not_mig = snapshot.mig_layout[sel] < 0
-    need = 1 if kind in (RequestKind.VRAM, RequestKind.FRACTION) else req.count
-    usable = allowed & healthy
-    dra = kind is not RequestKind.WHOLE and bool(snapshot.node_dra.shape[0])
-    if dra:
-        # claims hold DRA GPUs: the extender places nothing of its own there
-        usable = usable & ~snapshot.node_dra[sel][:, None]
-
-    capacity_units: npt.NDArray[np.int8] | None = None
-    if kind is RequestKind.MIG:
-        # only partitioned GPUs of allowed types can hold an instance: work on those alone
-        capacity_units = np.zeros(gpu_type.shape, dtype=np.int8)
-        now_units = np.zeros(gpu_type.shape, dtype=np.uint8)
-        where = np.nonzero(allowed & ~not_mig)
-        if len(where[0]):
-            types = gpu_type[where]
-            layout = snapshot.mig_layout[sel][where]
-            p = req.mig_index
-            slices = catalog.mig.slices[p].take(types)
-            starts = np.where(layout == DYNAMIC_MIG, catalog.mig.start_mask[p].take(types),
-                              snapshot.layouts[:, p].take(np.maximum(layout, 0)))
-            starts = np.where(slices > 0, starts, 0).astype(np.uint8)
-            used = snapshot.mig_used[sel][where].astype(np.intp)
-            free_starts = FREE_STARTS.reshape(-1).take(slices.astype(np.intp) * 256 + used)
-            capacity_units[where] = POPCOUNT.take(starts)
-            now_units[where] = np.where(healthy[where], POPCOUNT.take(starts & free_starts), 0)
-        capable = capacity_units > 0
-        available = row_count(now_units)
-        units = now_units.astype(np.int16)
-    else:
-        total = snapshot.total_mib[sel]
-        free = snapshot.free_mib[sel]
-        if kind is RequestKind.WHOLE or kind is RequestKind.SHARED:
-            replicas = snapshot.replicas[sel]
-            sliced = replicas > 0
-            # time-slice replicas serve one resource name: nvidia.com/gpu.shared units
-            # (renamed) only nvidia.com/gpu.shared requests, the others nvidia.com/gpu ones
-            renamed = snapshot.replicas_shared[sel]
-            # a replica needs its share of VRAM free: free >= total // replicas (sliced GPUs
-            # are few: divide only there)
-            replica_ok = np.zeros(sliced.shape, dtype=bool)
-            where = np.nonzero(sliced)
-            if len(where[0]):
-                replica_ok[where] = (snapshot.replicas_free[sel][where] > 0) & \
-                    (free[where] >= total[where] // replicas[where])
-            if kind is RequestKind.WHOLE:
-                capable = not_mig & ~renamed
-                now = np.where(sliced, replica_ok,
-                               (snapshot.pods[sel] == 0) & (free == total))
-            else:
-                capable = not_mig & (replicas > 1) & renamed
-                now = replica_ok
-        elif kind is RequestKind.FRACTION:
-            capable = not_mig & (total > 0)
-            # free >= total * milli // 1000  <=>  (free + 1) * 1000 > total * milli (integers;
-            # int64: no overflow)
-            now = (free.astype(np.int64) + 1) * 1000 > total.astype(np.int64) * req.request.milli
-        else:  # VRAM
-            capable = not_mig & (total >= req.request.vram_mib)
-            now = free >= req.request.vram_mib
-        fits_now = usable & capable & now
-        available = row_count(fits_now)
-        units = fits_now.astype(np.int16)
-
+    gpus = gpu_facts(snapshot, req, sel)
+    units = gpu_units(snapshot, req, sel, gpus)
+    need = 1 if req.kind in (RequestKind.VRAM, RequestKind.FRACTION) else req.count
+    n_rows = gpus.gpu_type.shape[0]
     code = np.zeros(n_rows, dtype=np.int8)
     params = np.zeros((n_rows, 3), dtype=np.int64)
-    short = available < need
+    short = units.available < need
     cpu_short = mem_short = None
+    failing = short
     if check_cpu_memory:
-        cpu_free = snapshot.cpu_free[sel]
-        memory_free = snapshot.memory_free[sel]
-        cpu_short = cpu_free < req.cpu_milli
-        mem_short = memory_free < req.memory_mib
+        cpu_short = snapshot.cpu_free[sel] < req.cpu_milli
+        mem_short = snapshot.memory_free[sel] < req.memory_mib
         failing = short | cpu_short | mem_short
-    else:
-        failing = short
     if not failing.any():
-        return code, params, units
+        return code, params, units.units
+    capacity = _capacity(gpus, units)
+    code[:] = _reasons(snapshot, req, sel, gpus, units, need=need, capacity=capacity,
+                       short=short, cpu_short=cpu_short, mem_short=mem_short)
+    # the numbers of each message, computed on the rows that carry the code
+    for reason in np.unique(code[failing]):
+        idx = np.flatnonzero(code == reason)
+        numbers = _numbers(snapshot, req, Reason(int(reason)), idx, sel, gpus=gpus,
+                           units=units, need=need, capacity=capacity)
+        params[idx, HAVE] = numbers.have
+        params[idx, AMONG] = numbers.among
+        params[idx, NEED] = numbers.need
+    return code, params, units.units
 
-    # -- why the others fail: per-node conditions in priority order (first match wins)
-    if capacity_units is not None:
-        capacity = row_count(np.where(allowed, capacity_units, 0).astype(np.uint8))
-        healthy_capacity = row_count(np.where(usable, capacity_units, 0).astype(np.uint8))
-    else:
-        capacity = row_count(allowed & capable)
-        healthy_capacity = row_count(usable & capable)
+
+def _capacity(gpus: Gpus, units: Units) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """(units the allowed GPUs could hold empty, those of the usable ones) per node."""
+    if units.capacity_units is not None:
+        return (row_count(np.where(gpus.allowed, units.capacity_units, 0).astype(np.uint8)),
+                row_count(np.where(gpus.usable, units.capacity_units, 0).astype(np.uint8)))
+    return row_count(gpus.allowed & units.capable), row_count(gpus.usable & units.capable)
+
+
+_TOO_SMALL = {RequestKind.WHOLE: Reason.TOO_FEW_GPUS, RequestKind.FRACTION: Reason.TOO_FEW_GPUS,
+              RequestKind.SHARED: Reason.NOT_TIME_SLICED, RequestKind.VRAM: Reason.TOO_LITTLE_VRAM}
+"""Per request kind, the reason of a node whose allowed GPUs are too few or too small."""
+_BUSY = {RequestKind.WHOLE: Reason.GPUS_BUSY, RequestKind.SHARED: Reason.REPLICAS_BUSY,
+         RequestKind.VRAM: Reason.VRAM_BUSY, RequestKind.FRACTION: Reason.FRACTION_BUSY,
+         RequestKind.MIG: Reason.MIG_BUSY}
+"""Per request kind, the reason of a node that could host the pod once pods leave."""
+
+
+def _reasons(snapshot: ClusterSnapshot, req: PlacementRequest,
+             sel: npt.NDArray[np.int64] | slice, gpus: Gpus, units: Units, *, need: int,
+             capacity: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]],
+             short: npt.NDArray[np.bool_], cpu_short: npt.NDArray[np.bool_] | None,
+             mem_short: npt.NDArray[np.bool_] | None) -> npt.NDArray[np.int8]:
+    """Why each node fails: per-node conditions in priority order (first match wins; 0 on the
+    rows that fit)."""
+    kind = req.kind
+    allowed_capacity, usable_capacity = capacity
     checks: list[tuple[npt.NDArray[np.bool_], Reason]] = [
         (~snapshot.node_valid[sel], Reason.UNKNOWN_NODE),
-        (~row_any(present), Reason.NO_GPUS),
-        (~row_any(accepted), Reason.TYPE_MISMATCH),
-        (~row_any(allowed), Reason.PROTECTED),
+        (~row_any(gpus.present), Reason.NO_GPUS),
+        (~row_any(gpus.accepted), Reason.TYPE_MISMATCH),
+        (~row_any(gpus.allowed), Reason.PROTECTED),
     ]
-    if dra:
+    if gpus.dra:
         checks.append((snapshot.node_dra[sel], Reason.DRA_MANAGED))
-    if kind is not RequestKind.MIG:
-        checks.append((~row_any(allowed & not_mig), Reason.MIG_PARTITIONED))
     if kind is RequestKind.MIG:
-        checks.append((capacity == 0, Reason.NO_MIG_PROFILE))
-        checks.append((capacity < need, Reason.TOO_FEW_MIG_INSTANCES))
+        checks.append((allowed_capacity == 0, Reason.NO_MIG_PROFILE))
+        checks.append((allowed_capacity < need, Reason.TOO_FEW_MIG_INSTANCES))
     else:
-        checks.append((capacity < need, {
-            RequestKind.WHOLE: Reason.TOO_FEW_GPUS, RequestKind.FRACTION: Reason.TOO_FEW_GPUS,
-            RequestKind.SHARED: Reason.NOT_TIME_SLICED,
-            RequestKind.VRAM: Reason.TOO_LITTLE_VRAM}[kind]))
-    checks.append((healthy_capacity < need, Reason.UNHEALTHY))
+        checks.append((~row_any(gpus.allowed & gpus.not_mig), Reason.MIG_PARTITIONED))
+        checks.append((allowed_capacity < need, _TOO_SMALL[kind]))
+    checks.append((usable_capacity < need, Reason.UNHEALTHY))
     if cpu_short is not None and mem_short is not None:
         checks.append((cpu_short, Reason.CPU_BUSY))
         checks.append((mem_short, Reason.MEMORY_BUSY))
-    busy = {RequestKind.WHOLE: Reason.GPUS_BUSY, RequestKind.SHARED: Reason.REPLICAS_BUSY,
-            RequestKind.VRAM: Reason.VRAM_BUSY, RequestKind.FRACTION: Reason.FRACTION_BUSY,
-            RequestKind.MIG: Reason.MIG_BUSY}[kind]
-    checks.append((short, busy))
-    code[:] = np.select([c for c, _ in checks], [int(r) for _, r in checks], 0)
-
-    # -- the numbers of each message, computed on the rows that carry the code
-    for reason in np.unique(code[failing]):
-        idx = np.flatnonzero(code == reason)
-        values = _params(snapshot, req, Reason(int(reason)), idx, sel, need=need,
-                         gpu_type=gpu_type, present=present, accepted=accepted,
-                         allowed=allowed, healthy=healthy, not_mig=not_mig, capable=capable,
-                         capacity=capacity, available=available)
-        for column, value in enumerate(values):
-            params[idx, column] = value
-    return code, params, units
+    checks.append((short, _BUSY[kind]))
+    out: npt.NDArray[np.int8] = np.select([c for c, _ in checks], [int(r) for _, r in checks], 0)
+    return out
 
 
-def _params(snapshot: ClusterSnapshot, req: PlacementRequest, reason: Reason,
-            idx: npt.NDArray[np.int64], sel: npt.NDArray[np.int64] | slice, *, need: int,
-            gpu_type: npt.NDArray[np.int16], present: npt.NDArray[np.bool_],
-            accepted: npt.NDArray[np.bool_], allowed: npt.NDArray[np.bool_],
-            healthy: npt.NDArray[np.bool_], not_mig: npt.NDArray[np.bool_],
-            capable: npt.NDArray[np.bool_], capacity: npt.NDArray[np.int64],
-            available: npt.NDArray[np.int64]) -> tuple[npt.ArrayLike, ...]:
-    """(a, b, c) of ``reason``'s message for rows ``idx`` (positions in ``sel``)."""
+@dataclass(frozen=True)
+class _Numbers:
+    """A reason's numbers for its rows (``core.reasons.Numbers``' columns; a scalar is the
+    same for every row)."""
+
+    have: npt.ArrayLike = 0
+    among: npt.ArrayLike = 0
+    need: npt.ArrayLike = 0
+
+
+def _numbers(snapshot: ClusterSnapshot, req: PlacementRequest, reason: Reason,
+             idx: npt.NDArray[np.int64], sel: npt.NDArray[np.int64] | slice, *, gpus: Gpus,
+             units: Units, need: int,
+             capacity: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]) -> _Numbers:
+    """The numbers of ``reason``'s message for rows ``idx`` (positions in ``sel``)."""
+    allowed = gpus.allowed[idx]
     if reason is Reason.TYPE_MISMATCH:
         # these rows have GPUs: the largest type is a plain max (padding is -1), and the
         # smallest a max of the uint16 view (padding -1 reads 65535)
+        gpu_type = gpus.gpu_type
         types = gpu_type if len(idx) * 4 > len(gpu_type) else gpu_type[idx]
         low = row_min(types.view(np.uint16)).astype(np.int64)
         high = row_max(types).astype(np.int64)
         if types is gpu_type:
             low, high = low[idx], high[idx]
-        return (low, high, 0)
+        return _Numbers(have=low, among=high)
     if reason is Reason.PROTECTED:
-        among = accepted[idx]
-        types = gpu_type[idx]
-        return (row_min(np.where(among, types, 1 << 14)), row_max(np.where(among, types, -1)),
-                0)
+        among = gpus.accepted[idx]
+        types = gpus.gpu_type[idx]
+        return _Numbers(have=row_min(np.where(among, types, 1 << 14)),
+                        among=row_max(np.where(among, types, -1)))
     if reason is Reason.MIG_PARTITIONED:
-        return (row_count(allowed[idx]), 0, 0)
+        return _Numbers(have=row_count(allowed))
     if reason in (Reason.TOO_FEW_GPUS, Reason.NOT_TIME_SLICED, Reason.TOO_FEW_MIG_INSTANCES):
-        return (capacity[idx], need, 0)
+        return _Numbers(have=capacity[0][idx], need=need)
     if reason is Reason.TOO_LITTLE_VRAM:
         total = snapshot.total_mib[sel][idx]
-        return (row_max(np.where(allowed[idx] & not_mig[idx], total, 0)),
-                req.request.vram_mib, 0)
+        return _Numbers(have=row_max(np.where(allowed & gpus.not_mig[idx], total, 0)),
+                        need=req.request.vram_mib)
+    healthy = gpus.healthy[idx]
     if reason is Reason.UNHEALTHY:
-        return (row_count(allowed[idx] & ~healthy[idx]), row_count(allowed[idx] & healthy[idx]),
-                need)
+        return _Numbers(have=row_count(allowed & ~healthy), among=row_count(allowed & healthy),
+                        need=need)
     if reason is Reason.CPU_BUSY:
-        return (snapshot.cpu_free[sel][idx], req.cpu_milli, 0)
+        return _Numbers(have=snapshot.cpu_free[sel][idx], need=req.cpu_milli)
     if reason is Reason.MEMORY_BUSY:
-        return (snapshot.memory_free[sel][idx], req.memory_mib, 0)
-    candidates = row_count(allowed[idx] & healthy[idx] & capable[idx])
+        return _Numbers(have=snapshot.memory_free[sel][idx], need=req.memory_mib)
+    return _busy_numbers(snapshot, req, reason, idx, sel,
+                         candidate=allowed & healthy & units.capable[idx],
+                         available=units.available[idx], need=need)
+
+
+def _busy_numbers(snapshot: ClusterSnapshot, req: PlacementRequest, reason: Reason,
+                  idx: npt.NDArray[np.int64], sel: npt.NDArray[np.int64] | slice, *,
+                  candidate: npt.NDArray[np.bool_], available: npt.NDArray[np.int64],
+                  need: int) -> _Numbers:
+    """A full node's numbers: ``among`` its candidate GPUs (allowed, healthy, capable)."""
+    candidates = row_count(candidate)
     if reason is Reason.GPUS_BUSY:
-        return (candidates - available[idx], candidates, need)
+        return _Numbers(have=candidates - available, among=candidates, need=need)
     if reason is Reason.REPLICAS_BUSY:
-        return (available[idx], candidates, need)
+        return _Numbers(have=available, among=candidates, need=need)
     if reason is Reason.MIG_BUSY:
-        return (available[idx], 0, need)
+        return _Numbers(have=available, need=need)
     free = snapshot.free_mib[sel][idx]
-    mask = allowed[idx] & healthy[idx] & capable[idx]
     if reason is Reason.VRAM_BUSY:
-        best = row_max(np.where(mask, free, np.iinfo(np.int32).min))
-        return (np.maximum(best, 0), candidates, req.request.vram_mib)
+        best = row_max(np.where(candidate, free, np.iinfo(np.int32).min))
+        return _Numbers(have=np.maximum(best, 0), among=candidates, need=req.request.vram_mib)
     if reason is Reason.FRACTION_BUSY:
         total = np.maximum(snapshot.total_mib[sel][idx], 1)
-        best = row_max(np.where(mask, free.astype(np.int64) * 1000 // total, -1))
-        return (np.maximum(best, 0), candidates, req.request.milli)
-    return (0, 0, 0)  # UNKNOWN_NODE, NO_GPUS, NO_MIG_PROFILE carry no numbers
-
-
+        best = row_max(np.where(candidate, free.astype(np.int64) * 1000 // total, -1))
+        return _Numbers(have=np.maximum(best, 0), among=candidates, need=req.request.milli)
+    return _Numbers()  # UNKNOWN_NODE, NO_GPUS, NO_MIG_PROFILE, DRA_MANAGED carry no numbers

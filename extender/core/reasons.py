@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from enum import IntEnum
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -51,53 +52,94 @@ def verdict_of(code: int) -> Verdict:
 
 VERDICT_BY_CODE = np.array([verdict_of(c).value for c in range(32)], dtype=np.int8)
 
-# Parameters per code (columns of the params array): a, b, c.
-_TEMPLATES: dict[Reason, Callable[[Catalog, int, int, int], str]] = {
-    Reason.UNKNOWN_NODE: lambda cat, a, b, c: "node is not in the GPU inventory (yet)",
-    Reason.NO_GPUS: lambda cat, a, b, c: "node has no GPUs",
-    Reason.TYPE_MISMATCH: lambda cat, a, b, c:
-        f"node has {_types(cat, a, b)} GPUs; the pod accepts other types",
-    Reason.PROTECTED: lambda cat, a, b, c:
-        f"{_types(cat, a, b)} is protected: untyped GPU pods may not use it (name the type in "
-        "label gpu-extender.io/accelerator, or ask for a namespace allowance)",
-    Reason.TOO_FEW_GPUS: lambda cat, a, b, c:
-        f"node has {a} GPU(s) of accepted types; the pod needs {b} distinct GPUs",
-    Reason.TOO_LITTLE_VRAM: lambda cat, a, b, c:
-        f"largest accepted GPU has {a} MiB VRAM; the pod needs {b} MiB",
-    Reason.NOT_TIME_SLICED: lambda cat, a, b, c:
-        f"node has {a} GPU(s) of accepted types time-sliced as nvidia.com/gpu.shared; the pod "
-        f"needs {b}",
-    Reason.NO_MIG_PROFILE: lambda cat, a, b, c:
+
+class CodedRows:
+    """Rows that carry one ``Reason`` code each (``FitResult``, ``scheduling.Evaluation``):
+    which fit, and their ``Verdict`` values."""
+
+    code: npt.NDArray[np.int8]
+
+    @property
+    def fits(self) -> npt.NDArray[np.bool_]:
+        out: npt.NDArray[np.bool_] = self.code == Reason.FITS
+        return out
+
+    @property
+    def verdict(self) -> npt.NDArray[np.int8]:
+        """(n,) ``Verdict`` values."""
+        out: npt.NDArray[np.int8] = VERDICT_BY_CODE[self.code]
+        return out
+
+class Numbers(NamedTuple):
+    """The numbers of one reason's message: the columns of ``FitResult.params``, one meaning
+    each (0 where a reason has none).
+
+    ``have``: what the node has that the message is about (GPUs, instances or placements that
+    count, the largest or best free MiB or thousandths, free millicores or MiB; for the type
+    reasons the lowest catalog index among the node's types); ``among``: how many it is
+    counted among (the candidate GPUs, the healthy ones; for the type reasons the highest
+    catalog index); ``need``: what the pod needs (GPUs, instances, MiB, millicores,
+    thousandths)."""
+
+    have: int = 0
+    among: int = 0
+    need: int = 0
+
+
+HAVE, AMONG, NEED = range(3)
+"""Column of each ``Numbers`` field in a ``(n, 3)`` params array."""
+
+_TEMPLATES: dict[Reason, Callable[[Catalog, Numbers], str]] = {
+    Reason.UNKNOWN_NODE: lambda cat, n: "node is not in the GPU inventory (yet)",
+    Reason.NO_GPUS: lambda cat, n: "node has no GPUs",
+    Reason.TYPE_MISMATCH: lambda cat, n:
+        f"node has {_types(cat, n.have, n.among)} GPUs; the pod accepts other types",
+    Reason.PROTECTED: lambda cat, n:
+        f"{_types(cat, n.have, n.among)} is protected: untyped GPU pods may not use it (name "
+        "the type in label gpu-extender.io/accelerator, or ask for a namespace allowance)",
+    Reason.TOO_FEW_GPUS: lambda cat, n:
+        f"node has {n.have} GPU(s) of accepted types; the pod needs {n.need} distinct GPUs",
+    Reason.TOO_LITTLE_VRAM: lambda cat, n:
+        f"largest accepted GPU has {n.have} MiB VRAM; the pod needs {n.need} MiB",
+    Reason.NOT_TIME_SLICED: lambda cat, n:
+        f"node has {n.have} GPU(s) of accepted types time-sliced as nvidia.com/gpu.shared; "
+        f"the pod needs {n.need}",
+    Reason.NO_MIG_PROFILE: lambda cat, n:
         "no accepted GPU on the node is partitioned for this MIG profile",
-    Reason.TOO_FEW_MIG_INSTANCES: lambda cat, a, b, c:
-        f"node can hold at most {a} instance(s) of this MIG profile; the pod needs {b}",
-    Reason.MIG_PARTITIONED: lambda cat, a, b, c:
-        f"all {a} accepted GPU(s) are MIG-partitioned; only MIG instances may use them",
-    Reason.BOUND_ELSEWHERE: lambda cat, a, b, c:
+    Reason.TOO_FEW_MIG_INSTANCES: lambda cat, n:
+        f"node can hold at most {n.have} instance(s) of this MIG profile; the pod needs "
+        f"{n.need}",
+    Reason.MIG_PARTITIONED: lambda cat, n:
+        f"all {n.have} accepted GPU(s) are MIG-partitioned; only MIG instances may use them",
+    Reason.BOUND_ELSEWHERE: lambda cat, n:
         "the pod is already bound to another node (its Binding went through)",
-    Reason.NO_HANDOFF: lambda cat, a, b, c:
+    Reason.NO_HANDOFF: lambda cat, n:
         "the node's pool cannot hand a VRAM share or fraction to a container (handoff: none; "
         "on GKE no NVIDIA runtime reads it): ask nvidia.com/gpu: 1 on a time-sharing pool "
         "instead",
-    Reason.DRA_MANAGED: lambda cat, a, b, c:
+    Reason.DRA_MANAGED: lambda cat, n:
         "node's GPUs are DRA devices (ResourceSlices of gpu.nvidia.com): only whole GPUs, "
         "asked as nvidia.com/gpu through a DeviceClass with extendedResourceName, are "
         "placed there; VRAM shares, fractions, MIG and time-slices are not",
-    Reason.UNHEALTHY: lambda cat, a, b, c:
-        f"{a} of the node's accepted GPUs are unhealthy; {b} healthy, the pod needs {c}",
-    Reason.GPUS_BUSY: lambda cat, a, b, c:
-        f"{a}/{b} accepted GPUs in use; the pod needs {c} free",
-    Reason.VRAM_BUSY: lambda cat, a, b, c:
-        f"{b}/{b} accepted GPUs lack free VRAM: need {c} MiB, best free {a} MiB",
-    Reason.REPLICAS_BUSY: lambda cat, a, b, c:
-        f"{a} time-sliced GPU(s) have a free replica; the pod needs {c}",
-    Reason.MIG_BUSY: lambda cat, a, b, c:
-        f"{a} free placement(s) for this MIG profile; the pod needs {c}",
-    Reason.FRACTION_BUSY: lambda cat, a, b, c:
-        f"{b}/{b} accepted GPUs lack a free share: need {c}/1000 of a GPU, best free {a}/1000",
-    Reason.CPU_BUSY: lambda cat, a, b, c: f"insufficient cpu: {a}m free, the pod needs {b}m",
-    Reason.MEMORY_BUSY: lambda cat, a, b, c:
-        f"insufficient memory: {a} MiB free, the pod needs {b} MiB",
+    Reason.UNHEALTHY: lambda cat, n:
+        f"{n.have} of the node's accepted GPUs are unhealthy; {n.among} healthy, the pod "
+        f"needs {n.need}",
+    Reason.GPUS_BUSY: lambda cat, n:
+        f"{n.have}/{n.among} accepted GPUs in use; the pod needs {n.need} free",
+    Reason.VRAM_BUSY: lambda cat, n:
+        f"{n.among}/{n.among} accepted GPUs lack free VRAM: need {n.need} MiB, best free "
+        f"{n.have} MiB",
+    Reason.REPLICAS_BUSY: lambda cat, n:
+        f"{n.have} time-sliced GPU(s) have a free replica; the pod needs {n.need}",
+    Reason.MIG_BUSY: lambda cat, n:
+        f"{n.have} free placement(s) for this MIG profile; the pod needs {n.need}",
+    Reason.FRACTION_BUSY: lambda cat, n:
+        f"{n.among}/{n.among} accepted GPUs lack a free share: need {n.need}/1000 of a GPU, "
+        f"best free {n.have}/1000",
+    Reason.CPU_BUSY: lambda cat, n:
+        f"insufficient cpu: {n.have}m free, the pod needs {n.need}m",
+    Reason.MEMORY_BUSY: lambda cat, n:
+        f"insufficient memory: {n.have} MiB free, the pod needs {n.need} MiB",
 }
 
 
@@ -111,19 +153,22 @@ def format_reasons(catalog: Catalog, codes: npt.NDArray[np.int8],
                    params: npt.NDArray[np.int64]) -> list[str]:
     """One message per node; formatting is done once per distinct (code, params) row.
 
-    ``codes``: (n,) int8; ``params``: (n, 3) int64.
+    ``codes``: (n,) int8; ``params``: (n, 3) int64, columns as ``Numbers``.
     """
     if len(codes) == 0:
         return []
     keys = np.concatenate([codes[:, None].astype(np.int64), params], axis=1)
     unique, inverse = np.unique(keys, axis=0, return_inverse=True)
-    texts = [_TEMPLATES[Reason(int(k[0]))](catalog, int(k[1]), int(k[2]), int(k[3]))
+    texts = [_TEMPLATES[Reason(int(k[0]))](catalog, Numbers(int(k[1]), int(k[2]), int(k[3])))
              if int(k[0]) != Reason.FITS else "" for k in unique]
     return [texts[i] for i in inverse.reshape(-1)]
 
 
-def format_reason(catalog: Catalog, code: int, a: int = 0, b: int = 0, c: int = 0) -> str:
-    return _TEMPLATES[Reason(code)](catalog, a, b, c) if code != Reason.FITS else ""
+def format_reason(catalog: Catalog, code: int, have: int = 0, among: int = 0,
+                  need: int = 0) -> str:
+    """The message of ``code`` with the numbers of one params row (``Numbers``' columns)."""
+    numbers = Numbers(have, among, need)
+    return _TEMPLATES[Reason(code)](catalog, numbers) if code != Reason.FITS else ""
 
 
 POD_DEPENDENT = frozenset({Reason.TYPE_MISMATCH, Reason.TOO_FEW_GPUS})
@@ -133,18 +178,20 @@ POD_DEPENDENT = frozenset({Reason.TYPE_MISMATCH, Reason.TOO_FEW_GPUS})
 def format_reason_for(catalog: Catalog, request: GpuRequest, code: int,
                       *params: int) -> str:
     """``format_reason`` with what the pod asked for, so a person can act on it: "node has t4
-    GPUs; the pod accepts a100-80gb only (label gpu-extender.io/accelerator)"."""
+    GPUs; the pod accepts a100-80gb only (label gpu-extender.io/accelerator)". ``params``:
+    one params row (``Numbers``' columns)."""
+    numbers = Numbers(*params)
     if code == Reason.TYPE_MISMATCH:
         accepted = (set(range(len(catalog))) if request.types is None
                     else set(request.types)) - set(request.excluded)
         source = f" ({_source(request)})" if request.type_source or request.excluded else ""
-        return (f"node has {_types(catalog, params[0], params[1])} GPUs; the pod accepts "
+        return (f"node has {_types(catalog, numbers.have, numbers.among)} GPUs; the pod accepts "
                 f"{catalog.describe(accepted) or 'no type'} only{source}")
-    if code == Reason.TOO_FEW_GPUS and request.kind is RequestKind.WHOLE and params[0] == 0:
+    if code == Reason.TOO_FEW_GPUS and request.kind is RequestKind.WHOLE and numbers.have == 0:
         # For nvidia.com/gpu, a node whose accepted GPUs are neither MIG-partitioned (an
         # earlier check) nor capable has them all time-sliced as nvidia.com/gpu.shared.
         return (f"the node's accepted GPUs are time-sliced under {RESOURCE_GPU_SHARED}; the pod "
-                f"asks {RESOURCE_GPU} (ask {RESOURCE_GPU_SHARED}: {params[1]} for a replica)")
+                f"asks {RESOURCE_GPU} (ask {RESOURCE_GPU_SHARED}: {numbers.need} for a replica)")
     return format_reason(catalog, code, *params)
 
 

@@ -18,6 +18,7 @@ from extender.demand.judge import judging_scheduler
 from extender.demand.metrics import DemandMetrics
 from extender.demand.view import DemandView
 from extender.inventory.store import Inventory
+from extender.kube import objects
 from extender.platform import Platform
 from extender.runtime.listener import PROMETHEUS, Route, health_route
 from extender.sync.cluster import ClusterSync
@@ -89,8 +90,7 @@ class DemandService:
 def report_json(report: Report) -> dict[str, Any]:
     """``--once``'s report as JSON: pods by outcome, the plan, the actions."""
     return {
-        "pods": [{"pod": f"{(w.pod.get('metadata') or {}).get('namespace')}/"
-                         f"{(w.pod.get('metadata') or {}).get('name')}",
+        "pods": [{"pod": f"{objects.namespace(w.pod)}/{objects.name(w.pod)}",
                   "waiting": w.waiting.value, **({"why": w.why} if w.why else {})}
                  for w in report.waits if w.waiting.value != "not-ours"],
         "plan": [{"type": n.type_id, "gpusPerNode": n.gpus, "gpusUsed": n.gpus_used,

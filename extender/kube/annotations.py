@@ -8,6 +8,7 @@ from typing import Any
 
 import orjson
 
+from extender.jsonobj import json_type, load_object
 from extender.model import (
     ASSIGNED_VERSION,
     NODE_GPUS_VERSION,
@@ -57,12 +58,7 @@ def decode_assignment(text: str) -> Assignment:
     if len(text) > MAX_ANNOTATION_CHARS:
         raise ValueError(f"is {len(text)} characters long (accepted: at most "
                          f"{MAX_ANNOTATION_CHARS})")
-    try:
-        doc = orjson.loads(text)
-    except orjson.JSONDecodeError as exc:
-        raise ValueError(f"not JSON: {exc}") from exc
-    if not isinstance(doc, dict):
-        raise ValueError("must be a JSON object")
+    doc = load_object(text, "")  # a JsonObjectError is a ValueError
     if doc.get("version") != ASSIGNED_VERSION:
         raise ValueError(f"version {doc.get('version')!r} is not supported "
                          f"(accepted: {ASSIGNED_VERSION})")
@@ -75,7 +71,7 @@ def decode_assignment(text: str) -> Assignment:
                          f"{', '.join(k.value for k in RequestKind)})") from None
     gpus = doc.get("gpus")
     if not isinstance(gpus, list):
-        raise ValueError(f"gpus: must be a list, not {_json_type(gpus)}")
+        raise ValueError(f"gpus: must be a list, not {json_type(gpus)}")
     if len(gpus) > MAX_GPUS_PER_POD:
         raise ValueError(f"gpus: {len(gpus)} grants (accepted: at most {MAX_GPUS_PER_POD})")
     grants = tuple(_decode_grant(g, f"gpus[{i}]") for i, g in enumerate(gpus))
@@ -95,7 +91,7 @@ MAX_UUID_CHARS = 128
 
 def _decode_grant(entry: object, path: str) -> GpuGrant:
     if not isinstance(entry, dict):
-        raise ValueError(f"{path}: must be an object, not {_json_type(entry)}")
+        raise ValueError(f"{path}: must be an object, not {json_type(entry)}")
     index = _integer(entry, "index", f"{path}.index", 0, MAX_GPU_INDEX - 1)
     vram = _integer(entry, "vramMiB", f"{path}.vramMiB", 0, MAX_GPU_MEMORY_MIB, default=0)
     uuid = entry.get("uuid")
@@ -106,7 +102,7 @@ def _decode_grant(entry: object, path: str) -> GpuGrant:
     profile, start, slices = None, -1, 0
     if mig is not None:
         if not isinstance(mig, dict):
-            raise ValueError(f"{path}.mig: must be an object, not {_json_type(mig)}")
+            raise ValueError(f"{path}.mig: must be an object, not {json_type(mig)}")
         profile = _text(mig, "profile", f"{path}.mig.profile", required=True, limit=64)
         start = _integer(mig, "start", f"{path}.mig.start", 0, MAX_MIG_SLOTS - 1)
         slices = _integer(mig, "slices", f"{path}.mig.slices", 1, MAX_MIG_SLOTS - start)
@@ -150,11 +146,6 @@ def _flag(doc: Mapping[str, Any], key: str, path: str) -> bool:
     if not isinstance(value, bool):
         raise ValueError(f"{path}.{key}: {_short(value)} must be true or false")
     return value
-
-
-def _json_type(value: object) -> str:
-    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
-            int: "a number", float: "a number", type(None): "null"}.get(type(value), "a value")
 
 
 def _short(value: object) -> str:

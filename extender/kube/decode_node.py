@@ -13,12 +13,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-import orjson
-
 from extender.catalog import Catalog
 from extender.catalog.types import MigProfile
 from extender.config.presets import GFD, gfd_mig_profile
 from extender.errors import QuantityError
+from extender.jsonobj import load_object
 from extender.kube import mig_layout, objects
 from extender.kube.labels import LabelMapper, NodeTypeLabel
 from extender.model import (
@@ -54,6 +53,7 @@ class NodeDecoder:
     def __init__(self, catalog: Catalog, labels: LabelMapper) -> None:
         self._catalog = catalog
         self._labels = labels
+        self._packs = mig_layout.PackCache()
 
     def decode(self, node: Mapping[str, Any]) -> NodeInfo:
         status = node.get("status") or {}
@@ -91,11 +91,8 @@ class NodeDecoder:
 
     def _from_annotation(self, text: object, problems: list[str],
                          renamed: bool) -> tuple[GpuDevice, ...]:
-        try:
-            doc = orjson.loads(text if isinstance(text, str | bytes) else b"")
-        except orjson.JSONDecodeError as exc:
-            raise ValueError(f"not JSON ({exc})") from exc
-        if not isinstance(doc, dict) or doc.get("version") != NODE_GPUS_VERSION:
+        doc = load_object(text if isinstance(text, str | bytes) else b"", "")  # a ValueError
+        if doc.get("version") != NODE_GPUS_VERSION:
             raise ValueError(f"must be an object with version {NODE_GPUS_VERSION}")
         entries = doc.get("gpus")
         if not isinstance(entries, list):
@@ -354,7 +351,7 @@ class NodeDecoder:
                                 f"{self._catalog.id_of(type_index)}; ignored")
                 continue
             wanted[profile] = count
-        packing = mig_layout.pack(geometry.slots, wanted, gpus)
+        packing = self._packs.pack(geometry.slots, wanted, gpus)
         problems += packing.problems
         return [MigLayout(dynamic=False, instances=instances) for instances in packing.layouts]
 

@@ -22,6 +22,8 @@ When the physical GPU count is unknown, the fewest GPUs that can hold the totals
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -90,6 +92,49 @@ def pack(slots: int, wanted: Mapping[MigProfile, int], gpus: int | None = None) 
                     + f" within {SEARCH_BUDGET} steps; packed first-fit, which may differ from "
                     "the GPUs (the node agent's gpus annotation describes them exactly)")
     return MigPacking(_first_fit(slots, profiles, target), tuple(problems))
+
+
+PackKey = tuple[int, frozenset[tuple[MigProfile, int]], int | None]
+
+
+class PackCache:
+    """``pack`` remembered on its inputs, least recently used first out, at most ``size``
+    entries: a node decode packs on every watch event of a node advertising MIG counts, and a
+    cluster has few distinct (geometry, counts, GPUs) combinations. The answers are immutable,
+    so one is shared by every decode that asks the same. Owned by a ``NodeDecoder``; safe to
+    call from several threads (two threads missing at once both compute; the later, equal
+    answer is kept)."""
+
+    def __init__(self, size: int = 256) -> None:
+        if size < 1:
+            raise ValueError(f"size must be >= 1, not {size}")
+        self.size = size
+        self.hits = 0
+        self.misses = 0
+        self._entries: OrderedDict[PackKey, MigPacking] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def pack(self, slots: int, wanted: Mapping[MigProfile, int],
+             gpus: int | None = None) -> MigPacking:
+        """``pack(slots, wanted, gpus)``, from memory when it was asked before."""
+        key: PackKey = (slots, frozenset(wanted.items()), gpus)
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
+                self.hits += 1
+                return found
+            self.misses += 1
+        packing = pack(slots, wanted, gpus)
+        with self._lock:
+            self._entries[key] = packing
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+        return packing
 
 
 class _BudgetExhaustedError(Exception):

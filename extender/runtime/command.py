@@ -1,5 +1,7 @@
-"""What every command shares: exit codes, the common flags, config-or-exit, kube-or-exit, the
-signal wait, and one way to report a bad flag.
+"""How every command starts, fails and exits: exit codes, the common flags, config-or-exit,
+kube-or-exit, the signal wait, one way to report a bad flag and one to stop with a message
+(``fail``; ``error`` for kubectl's "error: ..." line). How a command prints objects, and the
+spelling of the kube flags, is ``runtime.kubectl``'s job.
 
 A command module has ``register(commands)`` (add its parser, ``set_defaults(run=...)``) and a
 ``run(args) -> int``. Its start-up reads::
@@ -56,6 +58,11 @@ def fail(message: object, code: int = EXIT_ERROR) -> CommandExit:
     return CommandExit(code)
 
 
+def error(message: object, code: int = EXIT_USAGE) -> CommandExit:
+    """``fail`` with kubectl's ``error: <message>`` line (a usage error by default)."""
+    return fail(f"error: {message}", code)
+
+
 def add_common_flags(parser: argparse.ArgumentParser, *, config: bool = True,
                      kube: bool = False, logging: bool = True,
                      listen: tuple[str, int] | None = None) -> None:
@@ -66,9 +73,9 @@ def add_common_flags(parser: argparse.ArgumentParser, *, config: bool = True,
         parser.add_argument("--config", metavar="FILE",
                             help="platform config YAML (default: the shipped defaults)")
     if kube:
-        parser.add_argument("--kubeconfig", metavar="FILE",
-                            help="kubeconfig to use instead of the in-cluster service account "
-                                 "/ $KUBECONFIG")
+        from extender.runtime.kubectl import add_kube_flags
+
+        add_kube_flags(parser, in_cluster=True)
     if logging:
         parser.add_argument("--log-level", choices=LEVELS, default="info",
                             help="log level (default: info)")

@@ -1,14 +1,11 @@
-"""kubectl's conventions for the commands that print objects, in one place (what-if, explain,
-inspect): ``--kubeconfig`` / ``--context``, ``-o`` formats, the exit codes, the terminal
-width. Only argparse and YAML/JSON writers: importable from any command without loading the
-service.
+"""How the commands speak kubectl's language, in one place: the kube flags (``--kubeconfig``
+for every command that talks to a cluster, and ``--context`` for those run from a
+workstation), ``-o`` formats and writing the document, the terminal width (what-if, explain,
+inspect). Only argparse and YAML/JSON writers: importable from any command without loading
+the service.
 
-Exit codes, the same in every command that uses this module (docs/cli.md):
-
-- 0: done (a what-if where pods wait is still done: waiting is an answer);
-- 1: failure: the input could be read but the work failed (no cluster, an unreachable
-  extender, an invalid platform config, a pod that does not exist);
-- 2: usage: the command line or an input file is wrong (argparse's own code for bad flags).
+How a command starts, fails and exits (the exit codes, ``fail``/``error``, config-or-exit,
+signals) is ``runtime.command``'s job; the exit codes are ``runtime.exits``' (docs/cli.md).
 """
 
 from __future__ import annotations
@@ -23,17 +20,20 @@ from typing import Any
 import orjson
 import yaml
 
-from extender.runtime.exits import EXIT_ERROR, EXIT_OK, EXIT_USAGE
-
-EXIT_FAILURE = EXIT_ERROR
-"""Kept by this name for the what-if and explain commands: ``runtime.exits.EXIT_ERROR``."""
-__all__ = ["EXIT_FAILURE", "EXIT_OK", "EXIT_USAGE", "add_kube_flags", "add_output_flag", "emit",
-           "fail", "serialize", "terminal_width"]
+from extender.runtime.exits import EXIT_ERROR, EXIT_OK
 
 MIN_WIDTH, DEFAULT_WIDTH = 60, 100
 
 
-def add_kube_flags(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+def add_kube_flags(parser: argparse.ArgumentParser | argparse._ArgumentGroup, *,
+                   in_cluster: bool = False) -> None:
+    """``--kubeconfig``; ``in_cluster``: a process that runs in the cluster (its service
+    account first), else a workstation command, which also takes ``--context``."""
+    if in_cluster:
+        parser.add_argument("--kubeconfig", metavar="FILE",
+                            help="kubeconfig to use instead of the in-cluster service account "
+                                 "/ $KUBECONFIG")
+        return
     parser.add_argument("--kubeconfig", metavar="FILE",
                         help="kubeconfig of the cluster (default: $KUBECONFIG, then "
                              "~/.kube/config)")
@@ -63,7 +63,7 @@ def serialize(document: Any, fmt: str) -> str:
 def emit(document: Any, fmt: str, render: Callable[[], str], *, output: str | None = None
          ) -> int:
     """Write ``document`` as JSON/YAML, or ``render()`` for the text formats, to stdout or to
-    the file ``output``; ``EXIT_FAILURE`` if the file cannot be written."""
+    the file ``output``; ``EXIT_ERROR`` if the file cannot be written."""
     text = serialize(document, fmt) if fmt in ("json", "yaml") else render() + "\n"
     if output is None:
         sys.stdout.write(text)
@@ -72,11 +72,6 @@ def emit(document: Any, fmt: str, render: Callable[[], str], *, output: str | No
         Path(output).write_text(text, encoding="utf-8")
     except OSError as exc:
         print(f"error: --output {output}: cannot write ({exc.strerror})", file=sys.stderr)
-        return EXIT_FAILURE
+        return EXIT_ERROR
     print(f"written to {output}", file=sys.stderr)
     return EXIT_OK
-
-
-def fail(message: str, code: int = EXIT_USAGE) -> int:
-    print(f"error: {message}", file=sys.stderr)
-    return code

@@ -8,7 +8,11 @@
 - ``place``: score -> pick -> assign, shared with the simulator;
 - ``filter``, ``prioritize``, ``bind``: the three steps; ``outcome``: their closed outcomes;
 - ``expiry``: holds whose TTL passed; ``mix``: placed pods teach the workload mix;
-- ``scheduler``: the composition, and the lock order.
+- ``scheduler``: the composition, and the lock order;
+- ``ports``: what it needs from the API server, as protocols it receives (``BindWriter``,
+  ``PodReader``, ``ClaimReader``; ``apiserver.binder.Binder`` and the client implement them).
 
-It imports the core, the inventory and ``kube`` (the binder), never ``server``.
+It imports the core, the inventory, ``kube``, ``platform``, ``sync``'s pure parts and
+``apiserver``'s errors and event types, never a client, ``server`` or a web framework (the
+"pure" import contract).
 """

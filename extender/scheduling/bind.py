@@ -26,8 +26,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
-from extender.apiserver.binder import Binder
-from extender.apiserver.client import ClaimReader, PodWriter
 from extender.apiserver.errors import KubeError, Unavailable
 from extender.core.assign import NoFitError, assign
 from extender.errors import CapacityError, ExtenderError, UnknownNodeError
@@ -39,6 +37,7 @@ from extender.scheduling.dra_bind import DraBind
 from extender.scheduling.handoff import Handoff, HandoffPools, handoff_annotations
 from extender.scheduling.mix import PlacedPods
 from extender.scheduling.outcome import Decision
+from extender.scheduling.ports import BindWriter, ClaimReader, PodReader
 
 _log = logging.getLogger(__name__)
 
@@ -83,8 +82,8 @@ raise."""
 
 
 class Bind:
-    def __init__(self, inventory: Inventory, cycles: CycleTable, binder: Binder,
-                 api: PodWriter, placed: PlacedPods, *,
+    def __init__(self, inventory: Inventory, cycles: CycleTable, binder: BindWriter,
+                 api: PodReader, placed: PlacedPods, *,
                  announce: Announce | None = None, unanswered_ttl: float = 30.0,
                  handoff: HandoffPools | None = None,
                  claims: ClaimReader | None = None) -> None:

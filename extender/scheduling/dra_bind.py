@@ -12,20 +12,20 @@ from __future__ import annotations
 
 import logging
 
-from extender.apiserver.client import ClaimReader, PodWriter
 from extender.apiserver.errors import KubeError
 from extender.inventory.store import Inventory
 from extender.kube import objects
 from extender.kube.decode_dra import decode_claim, extended_claim_name
 from extender.kube.shape import ShapeError
 from extender.model import Assignment, NodeInfo, PodKey
+from extender.scheduling.ports import ClaimReader, PodReader
 from extender.sync.dra import pod_assignment
 
 _log = logging.getLogger(__name__)
 
 
 class DraBind:
-    def __init__(self, inventory: Inventory, api: PodWriter,
+    def __init__(self, inventory: Inventory, api: PodReader,
                  claims: ClaimReader | None) -> None:
         self._inventory = inventory
         self._api = api

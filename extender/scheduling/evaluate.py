@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from extender.core.fit import FitResult, fit
-from extender.core.reasons import VERDICT_BY_CODE, Reason
+from extender.core.reasons import CodedRows, Reason
 from extender.core.request import PlacementRequest
 from extender.inventory.snapshot import ClusterSnapshot
 from extender.platform import Platform
@@ -35,7 +35,7 @@ from extender.scheduling.templates import TemplateFit, fit_templates
 
 
 @dataclass(frozen=True, eq=False)
-class Evaluation:
+class Evaluation(CodedRows):
     """Per name (in request order): the reason code, its numbers and the verdict. ``fit``
     covers the names the inventory knows, at positions ``known`` of ``names``; ``templates``
     the template nodes among the others (``None``: no Node objects were sent)."""
@@ -47,14 +47,6 @@ class Evaluation:
     fit: FitResult
     known: npt.NDArray[np.int64]
     templates: TemplateFit | None = None
-
-    @property
-    def fits(self) -> npt.NDArray[np.bool_]:
-        return self.code == Reason.FITS
-
-    @property
-    def verdict(self) -> npt.NDArray[np.int8]:
-        return VERDICT_BY_CODE[self.code]
 
 
 class RowsMemo:

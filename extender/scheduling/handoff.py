@@ -23,6 +23,7 @@ from extender.config.presets import PRESETS
 from extender.config.types import HandoffConfig, HandoffMode
 from extender.errors import RequestError
 from extender.inventory.snapshot import ClusterSnapshot
+from extender.kube import objects
 from extender.kube.decode_pod import PodDecoder
 from extender.kube.forms import KAI_ANNOTATIONS
 from extender.model import Assignment, RequestKind
@@ -71,7 +72,7 @@ def share_containers(decoder: PodDecoder, pod: Mapping[str, Any]) -> tuple[str, 
                 names.append(str(container.get("name") or ""))
     if names:
         return tuple(names)
-    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    annotations = objects.annotations(pod)
     if any(a in annotations for a in KAI_ANNOTATIONS):
         named = annotations.get(KAI_CONTAINER_ANNOTATION)
         if isinstance(named, str) and named:

@@ -162,14 +162,14 @@ class Prioritize:
             return
         assert pod.placement is not None
         try:
-            placement = place(evaluation.snapshot, pod.placement, evaluation.fit, result)
-            if placement is None:
+            chosen = place(evaluation.snapshot, pod.placement, evaluation.fit, result)
+            if chosen is None:
                 return
-            if not within_budget(self._inventory, pod.key.uid, placement.assignment.node,
+            if not within_budget(self._inventory, pod.key.uid, chosen.assignment.node,
                                  pod.key.namespace):
                 self._events.reservation("over_budget")
                 return
-            self._inventory.assume(pod.key, placement.assignment, cpu_milli=pod.cpu_milli,
+            self._inventory.assume(pod.key, chosen.assignment, cpu_milli=pod.cpu_milli,
                                    memory_mib=pod.memory_mib, ttl=self._ttl)
         except (NoFitError, CapacityError, UnknownNodeError) as exc:
             # A concurrent bind took the GPUs since the snapshot: the bind will choose.
@@ -177,5 +177,5 @@ class Prioritize:
             _log.debug("no reservation", extra={"fields": {"pod": str(pod.key),
                                                             "reason": str(exc)}})
             return
-        cycle.held = placement.assignment
+        cycle.held = chosen.assignment
         self._events.reservation("placed")

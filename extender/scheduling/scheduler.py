@@ -20,9 +20,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from extender.apiserver.binder import Binder
-from extender.apiserver.client import ClaimReader, PodWriter
-from extender.apiserver.events import EventQueue
 from extender.core.scoring.base import ScoreResult
 from extender.core.workload import WorkloadMix
 from extender.inventory.snapshot import ClusterSnapshot
@@ -39,6 +36,7 @@ from extender.scheduling.explain import Announcer, PlacementBreakdown, Placement
 from extender.scheduling.filter import Filter
 from extender.scheduling.mix import PlacedPods
 from extender.scheduling.place import Placement, place
+from extender.scheduling.ports import BindWriter, ClaimReader, PodReader
 from extender.scheduling.prioritize import Prioritize, Scorer
 
 
@@ -84,15 +82,15 @@ class Judgement:
 
 class Scheduler:
     def __init__(self, platform: Platform, inventory: Inventory, workload: WorkloadMix,
-                 api: PodWriter, events: HoldEvents, *, reservation_ttl: float,
-                 check_cpu_memory: bool = False,
+                 api: PodReader, events: HoldEvents, *, binder: BindWriter,
+                 reservation_ttl: float, check_cpu_memory: bool = False,
                  on_new_pod: Callable[[Mapping[str, Any]], None] | None = None,
                  clock: Callable[[], float] = time.monotonic,
-                 event_queue: EventQueue | None = None,
                  claims: ClaimReader | None = None) -> None:
-        """``event_queue``: events (and the explanation in the Normal one) are written by
-        its thread, off the bind path; ``None``: before the bind answers. ``claims``: reads a
-        DRA pod's claim at bind (``None``: offline, no DRA)."""
+        """``binder`` writes the Binding and the pod's events (``apiserver.binder.Binder``;
+        online its events, with the explanation in the Normal one, go through a queue off the
+        bind path). ``api`` reads a pod back at bind; ``claims``: a DRA pod's claim at bind
+        (``None``: offline, no DRA)."""
         self.inventory = inventory
         self._ttl = reservation_ttl
         self.cycles = CycleTable(platform, on_new_pod=on_new_pod,
@@ -101,7 +99,6 @@ class Scheduler:
         self.scorer = Scorer(platform.strategy(workload=workload),
                              on_failure=events.strategy_failure)
         self.placed = PlacedPods(workload)
-        binder = Binder(api, events=event_queue)
         self.announcer = Announcer(self.scorer, PlacementRecords(), binder.notify)
         expiry = Expiry(inventory, events, clock)
         self.filter = Filter(inventory, self.cycles, self.evaluator, expiry, events)

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from extender.apiserver.binder import Binder
 from extender.apiserver.client import ClaimReader, KubeApi, NodeStatusWriter, PodWriter
 from extender.apiserver.events import EventQueue
 from extender.core.workload import WorkloadMix
@@ -53,7 +54,7 @@ class ExtenderService:
                                    reservation_ttl=config.reservation_ttl_seconds,
                                    check_cpu_memory=config.check_cpu_memory,
                                    on_new_pod=on_new_pod, clock=clock,
-                                   event_queue=event_queue, claims=claims)
+                                   binder=Binder(api, events=event_queue), claims=claims)
         self.event_queue = event_queue
         self.applier.on_placed = self.scheduler.observed_placed
         self.verbs = SchedulingVerbs(platform, self.scheduler, self.metrics)

@@ -10,6 +10,7 @@ from typing import Any
 from extender.core.request import PlacementRequest
 from extender.inventory.snapshot import ClusterSnapshot
 from extender.inventory.store import Inventory
+from extender.kube import objects
 from extender.kube.filters.nodes import KubeNodes
 from extender.model import PodInfo
 from extender.platform import Platform
@@ -60,7 +61,7 @@ class ShadowApplier(InventoryApplier):
         gone)."""
         pods = list(pods)
         for pod in pods:
-            uid = str((pod.get("metadata") or {}).get("uid") or "")
+            uid = objects.uid(pod)
             if uid and (pod.get("spec") or {}).get("nodeName"):
                 self._remember(uid)
         self.kube.replace_pods(pods)

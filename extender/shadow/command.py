@@ -21,7 +21,7 @@ from extender.runtime.command import (
     EXIT_USAGE,
     add_common_flags,
     configure_logging,
-    fail,
+    error,
     kube_or_exit,
     platform_or_exit,
     wait_for_signal,
@@ -115,8 +115,8 @@ def run_shadow(args: argparse.Namespace) -> int:
         server = ReportServer(service.ledger, args.host, args.port,
                               head_timeout_s=args.head_timeout)
     except OSError as exc:
-        raise fail(f"error: --host {args.host} --port {args.port}: cannot listen "
-                   f"({exc.strerror})", EXIT_USAGE) from exc
+        raise error(f"--host {args.host} --port {args.port}: cannot listen "
+                    f"({exc.strerror})", EXIT_USAGE) from exc
     server.start()
     service.start()
     print(f"shadow: report at http://{args.host}:{server.port}/report", file=sys.stderr,

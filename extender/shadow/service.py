@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from extender.apiserver.binder import Binder
 from extender.apiserver.client import ResourceLister
 from extender.apiserver.errors import KubeError
 from extender.core.workload import WorkloadMix
@@ -41,7 +42,9 @@ class ShadowService:
         self.ledger = ShadowLedger(state_file=state_file)
         self.applier = ShadowApplier(platform, self.inventory, self.ledger.add)
         metrics = ExtenderMetrics()
-        scheduler = Scheduler(platform, self.inventory, WorkloadMix(), _NoWrites(), metrics,
+        writes = _NoWrites()
+        scheduler = Scheduler(platform, self.inventory, WorkloadMix(), writes, metrics,
+                              binder=Binder(writes),
                               reservation_ttl=platform.config.service.reservation_ttl_seconds,
                               check_cpu_memory=platform.config.service.check_cpu_memory)
         self.applier.on_placed = scheduler.observed_placed

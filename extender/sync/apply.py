@@ -156,7 +156,7 @@ class InventoryApplier:
 
     def _report_problems(self, info: NodeInfo, node: Mapping[str, Any]) -> None:
         if self._on_node_problems is not None:
-            self._on_node_problems(info, str((node.get("metadata") or {}).get("uid") or ""))
+            self._on_node_problems(info, objects.uid(node))
 
     def _upsert(self, info: NodeInfo) -> None:
         report = self._inventory.upsert_node(info)

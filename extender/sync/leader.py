@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from extender.apiserver.errors import KubeError
+from extender.kube import objects
 
 _log = logging.getLogger(__name__)
 
@@ -96,7 +97,7 @@ class LeaderLease:
                 if holder != self.identity:
                     transitions += 1
                 self._api.replace_lease(self.namespace, self.name, self._body(
-                    now, (lease.get("metadata") or {}).get("resourceVersion"), transitions,
+                    now, objects.resource_version(lease), transitions,
                     acquired or now))
         except KubeError as exc:  # 409 lost a race; anything else: try again next round
             _log.info("leader lease not held", extra={"fields": {

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-import orjson
-
 from extender.apiserver.errors import KubeError, error_for_status
+from extender.errors import JsonObjectError
+from extender.jsonobj import load_object
 from extender.kube import objects
 
 APPLIED_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED"})
@@ -63,11 +63,9 @@ class WatchCursor:
         """One event line; raises ``Gone`` on an ``ERROR`` 410 (relist) and ``KubeError``
         on any other ``ERROR`` event or an unreadable line (reconnect)."""
         try:
-            event = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
-            raise KubeError(f"unreadable watch event: {line[:120]!r}") from exc
-        if not isinstance(event, dict):
-            raise KubeError(f"watch event is not an object: {line[:120]!r}")
+            event = load_object(line, "watch event")
+        except JsonObjectError as exc:
+            raise KubeError(f"{exc}: {line[:120]!r}") from exc
         event_type = str(event.get("type", ""))
         obj = event.get("object")
         if not isinstance(obj, dict):

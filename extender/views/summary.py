@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from extender.errors import ExtenderError
+from extender.kube import objects
 from extender.kube.filters.facts import node_facts
 
 Requirement = tuple[str, str, str]
@@ -61,12 +62,12 @@ def node_status(node: Mapping[str, Any]) -> str:
 
 def annotate(report: dict[str, Any], nodes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The report's nodes with their ``status`` and ``labels`` from the Node objects."""
-    by_name = {str((n.get("metadata") or {}).get("name")): n for n in nodes}
+    by_name = {objects.name(n): n for n in nodes}
     for node in report.get("nodes") or []:
         source = by_name.get(str(node["name"]))
         if source is not None:
             node["status"] = node_status(source)
-            node["labels"] = dict((source.get("metadata") or {}).get("labels") or {})
+            node["labels"] = dict(objects.labels(source))
     return report
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from extender.config.admission.types import SHARE_KINDS
 from extender.errors import RequestError
+from extender.kube import objects
 from extender.kube.shape import check_pod
 from extender.model import (
     ANNOTATION_ACCELERATORS,
@@ -113,7 +114,7 @@ class PodAdmission:
                 if review.operation == "UPDATE" and review.old_object is not None else None
             if old is not None and self._same_refusal(old[0], str(exc)):
                 return Answer(True, "unchanged")
-            name = (review.object.get("metadata") or {}).get("name", "")
+            name = objects.name(review.object)
             message = (f"gpu-extender: {review.kind} {name}: its pods would be refused: "
                        f"{path}.{exc}")
             if mode == "refuse":
@@ -123,9 +124,8 @@ class PodAdmission:
         return Answer(True, "no-gpu" if request is None else "allowed", warnings=warnings)
 
     def _warnings(self, pod: Mapping[str, Any], request: GpuRequest | None) -> tuple[str, ...]:
-        meta = pod.get("metadata") or {}
         spec = pod.get("spec") or {}
-        labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
+        labels, annotations = objects.labels(pod), objects.annotations(pod)
         out = []
         if LABEL_ACCELERATOR in annotations and LABEL_ACCELERATOR not in labels:
             out.append(f"gpu-extender: {LABEL_ACCELERATOR} is an annotation here, and only a "

@@ -16,7 +16,8 @@ from typing import Any
 
 import orjson
 
-from extender.errors import ExtenderError
+from extender.errors import ExtenderError, JsonObjectError
+from extender.jsonobj import load_object
 
 API_VERSION = "admission.k8s.io/v1"
 KIND = "AdmissionReview"
@@ -47,12 +48,9 @@ class AdmissionRequest:
 
 def decode_review(body: bytes) -> AdmissionRequest:
     try:
-        review = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise ReviewError(f"body: not JSON ({exc})") from exc
-    if not isinstance(review, dict):
-        raise ReviewError(f"body: must be a JSON object (an AdmissionReview), got "
-                          f"{type(review).__name__}")
+        review = load_object(body, "body")
+    except JsonObjectError as exc:
+        raise ReviewError(str(exc)) from exc
     if review.get("apiVersion") != API_VERSION or review.get("kind") != KIND:
         raise ReviewError(f"apiVersion/kind: must be {API_VERSION}/{KIND}, got "
                           f"{review.get('apiVersion')!r}/{review.get('kind')!r} (set "

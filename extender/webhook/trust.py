@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 
+from extender.kube import objects
 from extender.model import ANNOTATION_ASSIGNED, ANNOTATION_OBSERVED, ANNOTATION_VISIBLE_DEVICES
 
 PROTECTED_ANNOTATIONS = (ANNOTATION_ASSIGNED, ANNOTATION_OBSERVED, ANNOTATION_VISIBLE_DEVICES)
@@ -25,18 +26,13 @@ def is_protected(key: str) -> bool:
     return key in PROTECTED_ANNOTATIONS or key.startswith(PROTECTED_PREFIXES)
 
 
-def _annotations(pod: Mapping[str, Any]) -> Mapping[str, Any]:
-    annotations = (pod.get("metadata") or {}).get("annotations") or {}
-    return annotations if isinstance(annotations, Mapping) else {}
-
-
 def forged_annotations(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[str]:
     """The protected annotations the request writes: on CREATE (``old`` None) every one the
     pod carries, on UPDATE those added, changed or removed (sorted)."""
-    new_annotations = _annotations(obj)
+    new_annotations = objects.annotations(obj)
     if old is None:
         return sorted(k for k in new_annotations if is_protected(k))
-    old_annotations = _annotations(old)
+    old_annotations = objects.annotations(old)
     keys = {k for k in (*new_annotations, *old_annotations) if is_protected(k)}
     return sorted(k for k in keys if new_annotations.get(k) != old_annotations.get(k))
 

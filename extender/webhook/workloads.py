@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from extender.kube import objects
+
 # kind -> the path of its pod template
 TEMPLATE_PATHS: dict[str, tuple[str, ...]] = {
     "Deployment": ("spec", "template"),
@@ -34,13 +36,7 @@ def template_pod(kind: str, workload: Mapping[str, Any]) -> tuple[dict[str, Any]
         node = node.get(key) if isinstance(node, Mapping) else None
     if not isinstance(node, Mapping):
         return None
-    meta = _mapping(node.get("metadata"))
-    outer = _mapping(workload.get("metadata"))
-    metadata = {**meta, "namespace": outer.get("namespace", ""),
-                "name": f"{outer.get('name', '')}-template"}
+    metadata = {**objects.meta(node), "namespace": objects.namespace(workload),
+                "name": f"{objects.name(workload)}-template"}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata,
             "spec": node.get("spec")}, ".".join(path)
-
-
-def _mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}

@@ -12,14 +12,8 @@ import sys
 
 from extender.core.scoring.registry import strategy_names
 from extender.errors import ConfigError, ExtenderError
-from extender.runtime.kubectl import (
-    EXIT_FAILURE,
-    EXIT_OK,
-    add_output_flag,
-    emit,
-    fail,
-    terminal_width,
-)
+from extender.runtime.command import EXIT_OK, error, fail
+from extender.runtime.kubectl import add_output_flag, emit, terminal_width
 
 FORMATS = ("table", "wide", "json", "yaml")
 
@@ -66,22 +60,21 @@ def run_what_if(args: argparse.Namespace) -> int:
     try:
         config = load_whatif_config(args.config)
     except ConfigError as exc:
-        print(exc, file=sys.stderr)
-        return EXIT_FAILURE
+        raise fail(exc) from exc
     names = strategy_names()
     policies = policies_of(args.policy, config.platform.config.scoring.strategy)
     unknown = [p for p in policies if p not in names]
     if unknown or not policies:
-        return fail(f"--policy {','.join(args.policy or [])!r}: "
+        raise error(f"--policy {','.join(args.policy or [])!r}: "
                     f"{', '.join(unknown) or 'empty'} is not a registered strategy; accepted: "
                     f"{', '.join(names)}")
     try:
         objects = load_cluster_file(args.cluster_file)
         pods = load_pod_manifests(args.pods)
     except ExtenderError as exc:
-        return fail(str(exc))
+        raise error(exc) from exc
     if not objects.nodes:
-        return fail(f"--cluster-file {args.cluster_file}: holds no Node (dump nodes and pods: "
+        raise error(f"--cluster-file {args.cluster_file}: holds no Node (dump nodes and pods: "
                     "`kubectl get nodes,pods -A -o json`)")
     print(f"replaying {len(pods)} pods on {len(objects.nodes)} nodes under "
           f"{', '.join(policies)} with {config.source} ...", file=sys.stderr, flush=True)

@@ -1,21 +1,15 @@
 """``gpu-extender explain NAMESPACE/POD`` (and ``kubectl gpu explain``): argument checks, the
 source (the cluster through kubeconfig, a dump, or a running extender), then the summary.
-Exit codes as in ``extender.runtime.kubectl`` (``runtime.exits``)."""
+Exit codes as in ``runtime.exits``."""
 
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import TYPE_CHECKING
 
 from extender.errors import ConfigError, ExtenderError
-from extender.runtime.kubectl import (
-    EXIT_FAILURE,
-    add_kube_flags,
-    add_output_flag,
-    emit,
-    fail,
-)
+from extender.runtime.command import EXIT_ERROR, error, fail
+from extender.runtime.kubectl import add_kube_flags, add_output_flag, emit
 
 if TYPE_CHECKING:
     from extender.sync.offline import ClusterObjects
@@ -50,13 +44,13 @@ def run_explain(args: argparse.Namespace) -> int:
 
     namespace, _, name = str(args.pod).partition("/")
     if not namespace or not name or "/" in name:
-        return fail(f"{args.pod!r}: expected NAMESPACE/POD (e.g. ml/train-0)")
+        raise error(f"{args.pod!r}: expected NAMESPACE/POD (e.g. ml/train-0)")
     chosen = [f for f, v in (("--url", args.url), ("--cluster-file", args.cluster_file),
                               ("--kubeconfig", args.kubeconfig)) if v]
     if len(chosen) > 1:
-        return fail(f"{' and '.join(chosen)}: choose one source")
+        raise error(f"{' and '.join(chosen)}: choose one source")
     if args.url and args.config:
-        return fail("--config judges locally; --url asks the extender, which runs its own")
+        raise error("--config judges locally; --url asks the extender, which runs its own")
     try:
         if args.url:
             doc = remote_report(args.url, namespace, name)
@@ -65,10 +59,9 @@ def run_explain(args: argparse.Namespace) -> int:
             cluster, source = _cluster(args)
             doc = local_report(config, cluster, namespace, name, source=source)
     except ConfigError as exc:
-        print(exc, file=sys.stderr)
-        return EXIT_FAILURE
+        raise fail(exc) from exc
     except ExtenderError as exc:
-        return fail(str(exc), EXIT_FAILURE)
+        raise error(exc, EXIT_ERROR) from exc
     return emit(doc, args.format, lambda: render_report(doc))
 
 

@@ -19,6 +19,7 @@ import orjson
 import yaml
 
 from extender.errors import ExtenderError
+from extender.kube import objects
 
 SUFFIXES = (".yaml", ".yml", ".json")
 WORKLOADS = {"Deployment": "replicas", "ReplicaSet": "replicas", "StatefulSet": "replicas",
@@ -69,8 +70,7 @@ def load_pod_manifests(path: str | Path, *, default_namespace: str = "default"
             _expand(document, where, default_namespace, pods, problems=problems, skipped=skipped)
     seen: dict[tuple[str, str], str] = {}
     for manifest in pods:
-        meta = manifest.pod["metadata"]
-        key = (meta["namespace"], meta["name"])
+        key = (objects.namespace(manifest.pod), objects.name(manifest.pod))
         if key in seen:
             problems.append(f"{manifest.source}: pod {key[0]}/{key[1]} is also defined at "
                             f"{seen[key]}; names must be unique")
@@ -135,14 +135,13 @@ def _expand(document: Any, where: str, namespace: str, out: list[PodManifest], *
 
 def _expand_workload(document: dict[str, Any], kind: str, where: str, namespace: str, *,
                      out: list[PodManifest], problems: list[str]) -> None:
-    meta = document.get("metadata") or {}
-    name = meta.get("name")
+    name = objects.name(document)
     spec = document.get("spec") or {}
     if kind == "CronJob":  # one run: the Job template's pods
         spec = (spec.get("jobTemplate") or {}).get("spec") or {}
     field = WORKLOADS[kind]
     count = spec.get(field, 1)
-    if not isinstance(name, str) or not name:
+    if not name:
         problems.append(f"{where}: metadata.name: required")
         return
     if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_REPLICAS:
@@ -155,7 +154,7 @@ def _expand_workload(document: dict[str, Any], kind: str, where: str, namespace:
         prefix = "spec.jobTemplate.spec" if kind == "CronJob" else "spec"
         problems.append(f"{where}: {prefix}.template.spec: required (the pod template)")
         return
-    ns = meta.get("namespace") or namespace
+    ns = objects.namespace(document) or namespace
     suffix = hashlib.sha256(f"{ns}/{name}".encode()).hexdigest()[:5]
     for i in range(count):
         pod = copy.deepcopy(template)
@@ -173,19 +172,20 @@ def _expand_workload(document: dict[str, Any], kind: str, where: str, namespace:
 
 def _checked_pod(pod: dict[str, Any], where: str, namespace: str, problems: list[str]
                  ) -> dict[str, Any] | None:
-    meta = pod.get("metadata")
+    name = objects.name(pod)
     spec = pod.get("spec")
-    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
+    if not name:
         problems.append(f"{where}: metadata.name: required")
         return None
     if not isinstance(spec, dict) or not isinstance(spec.get("containers"), list) \
             or not spec["containers"]:
-        problems.append(f"{where}: pod {meta['name']}: spec.containers: at least one container "
+        problems.append(f"{where}: pod {name}: spec.containers: at least one container "
                         "required")
         return None
+    ns = objects.namespace(pod) or namespace
     pod = copy.deepcopy(pod)
-    pod["metadata"]["namespace"] = meta.get("namespace") or namespace
-    uid = hashlib.sha256(f"{pod['metadata']['namespace']}/{meta['name']}".encode()).hexdigest()
+    pod["metadata"]["namespace"] = ns
+    uid = hashlib.sha256(f"{ns}/{name}".encode()).hexdigest()
     pod["metadata"]["uid"] = f"whatif-{uid[:24]}"
     pod["metadata"].setdefault("resourceVersion", "1")
     pod["spec"].pop("nodeName", None)  # replayed as new pods, wherever they are now

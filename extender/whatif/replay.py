@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TextIO
 
 from extender.core.assign import taken_fraction
+from extender.kube import objects
 from extender.kube.filters.nodes import KubeNodes
 from extender.kube.filters.reasons import ReasonGroup
 from extender.model import GpuRequest
@@ -136,8 +137,7 @@ def place_one(service: ExtenderService, kube: KubeNodes, manifest: PodManifest) 
     """Judge one pod (kube-scheduler's filters, then the extender) and bind it where the
     extender would; the inventory and ``kube`` then count it."""
     pod = manifest.pod
-    meta = pod["metadata"]
-    key = f"{meta['namespace']}/{meta['name']}"
+    key = f"{objects.namespace(pod)}/{objects.name(pod)}"
     scheduler = service.scheduler
     verdict = judge_pod(scheduler, kube, pod)
     decoded = verdict.judgement.explanation.cycle.pod
@@ -165,7 +165,7 @@ def place_one(service: ExtenderService, kube: KubeNodes, manifest: PodManifest) 
     catalog = snapshot.catalog
     price = float(catalog.price[catalog.index_of(assignment.type_id)]) \
         if assignment.type_id in {t.id for t in catalog.types} else 0.0
-    explained = scheduler.announcer.records.get(meta["uid"])
+    explained = scheduler.announcer.records.get(objects.uid(pod))
     return replace(base, node=node, gpus=assignment.gpu_indices, type_id=assignment.type_id,
                    gpu_equivalents=share, cost_per_hour=share * price,
                    why=explained.reason() if explained is not None else "",

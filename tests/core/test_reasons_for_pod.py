@@ -27,7 +27,7 @@ def test_other_codes_keep_their_message(platform: Platform) -> None:
                                     "resources": {"limits": {"nvidia.com/gpu": "2"}}}]}}
     request = platform.pods.request(pod)
     assert request is not None
-    assert format_reason_for(platform.catalog, request, Reason.TOO_FEW_GPUS, 1, 2) == \
+    assert format_reason_for(platform.catalog, request, Reason.TOO_FEW_GPUS, 1, 0, 2) == \
         "node has 1 GPU(s) of accepted types; the pod needs 2 distinct GPUs"
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from extender.core.fit import type_mask
+from extender.core.gpu_units import type_mask
 from extender.core.rowops import row_any, row_count, row_max, row_min, row_sum
 
 

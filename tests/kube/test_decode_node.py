@@ -393,7 +393,7 @@ def test_an_empty_annotation_list_means_no_gpus(nodes: NodeDecoder) -> None:
         P("{not json", "not JSON", id="text that is not JSON"),
         P('{"version": 2, "gpus": []}', "must be an object with version 1",
           id="an unsupported version"),
-        P('[{"index": 0}]', "must be an object with version 1", id="a bare list"),
+        P('[{"index": 0}]', "must be a JSON object, not a list", id="a bare list"),
         P('{"version": 1, "gpus": {"0": {}}}', "'gpus' must be a list", id="gpus not a list"),
         P('{"version": 1}', "'gpus' must be a list", id="gpus missing"),
     ],

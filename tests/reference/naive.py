@@ -122,6 +122,7 @@ def node_view(snapshot: ClusterSnapshot, row: int) -> Node:
 class NodeFit:
     code: int
     params: tuple[int, int, int]
+    """The message's numbers: (have, among, need), as ``core.reasons.Numbers``."""
     units: list[int]
     """Per GPU slot (``n_gpus`` entries, padding 0): units the GPU can host now."""
 
@@ -279,8 +280,8 @@ class NaiveReference:
                     self._capable(req, gpu) > 0:
                 units[gpu.slot] = self._now(req, gpu)
 
-        def fail(reason: Reason, a: int = 0, b: int = 0, c: int = 0) -> NodeFit:
-            return NodeFit(int(reason), (a, b, c), units)
+        def fail(reason: Reason, *, have: int = 0, among: int = 0, need: int = 0) -> NodeFit:
+            return NodeFit(int(reason), (have, among, need), units)
 
         if not node.valid:
             return fail(Reason.UNKNOWN_NODE)
@@ -289,53 +290,54 @@ class NaiveReference:
         accepted = [g for g in node.gpus if self.accepts(req, g.type_index)]
         if not accepted:
             types = [g.type_index for g in node.gpus]
-            return fail(Reason.TYPE_MISMATCH, min(types), max(types))
+            return fail(Reason.TYPE_MISMATCH, have=min(types), among=max(types))
         allowed = [g for g in accepted if self.allows(req, namespace, g.type_index)]
         if not allowed:
             types = [g.type_index for g in accepted]
-            return fail(Reason.PROTECTED, min(types), max(types))
+            return fail(Reason.PROTECTED, have=min(types), among=max(types))
         if dra:  # claims hold a DRA-managed node's GPUs: only whole GPUs go there
             return fail(Reason.DRA_MANAGED)
         if kind is not RequestKind.MIG and all(g.partitioned for g in allowed):
-            return fail(Reason.MIG_PARTITIONED, len(allowed))
+            return fail(Reason.MIG_PARTITIONED, have=len(allowed))
 
         capacity = sum(self._capable(req, g) for g in allowed)
         if capacity < need:
             if kind is RequestKind.WHOLE or kind is RequestKind.FRACTION:
-                return fail(Reason.TOO_FEW_GPUS, capacity, need)
+                return fail(Reason.TOO_FEW_GPUS, have=capacity, need=need)
             if kind is RequestKind.SHARED:
-                return fail(Reason.NOT_TIME_SLICED, capacity, need)
+                return fail(Reason.NOT_TIME_SLICED, have=capacity, need=need)
             if kind is RequestKind.VRAM:
                 largest = max([g.total for g in allowed if not g.partitioned], default=0)
-                return fail(Reason.TOO_LITTLE_VRAM, largest, req.vram_mib)
+                return fail(Reason.TOO_LITTLE_VRAM, have=largest, need=req.vram_mib)
             if capacity == 0:
                 return fail(Reason.NO_MIG_PROFILE)
-            return fail(Reason.TOO_FEW_MIG_INSTANCES, capacity, need)
+            return fail(Reason.TOO_FEW_MIG_INSTANCES, have=capacity, need=need)
         healthy = [g for g in allowed if g.healthy]
         if sum(self._capable(req, g) for g in healthy) < need:
-            return fail(Reason.UNHEALTHY, len(allowed) - len(healthy), len(healthy), need)
+            return fail(Reason.UNHEALTHY, have=len(allowed) - len(healthy), among=len(healthy),
+                        need=need)
         if check_cpu_memory:
             if node.cpu_free < cpu_milli:
-                return fail(Reason.CPU_BUSY, node.cpu_free, cpu_milli)
+                return fail(Reason.CPU_BUSY, have=node.cpu_free, need=cpu_milli)
             if node.memory_free < memory_mib:
-                return fail(Reason.MEMORY_BUSY, node.memory_free, memory_mib)
+                return fail(Reason.MEMORY_BUSY, have=node.memory_free, need=memory_mib)
 
         candidates = [g for g in healthy if self._capable(req, g) > 0]
         available = sum(units)
         if available < need:
             n = len(candidates)
             if kind is RequestKind.WHOLE:
-                return fail(Reason.GPUS_BUSY, n - available, n, need)
+                return fail(Reason.GPUS_BUSY, have=n - available, among=n, need=need)
             if kind is RequestKind.SHARED:
-                return fail(Reason.REPLICAS_BUSY, available, n, need)
+                return fail(Reason.REPLICAS_BUSY, have=available, among=n, need=need)
             if kind is RequestKind.VRAM:
                 best = max(g.free for g in candidates) if candidates else 0
-                return fail(Reason.VRAM_BUSY, max(best, 0), n, req.vram_mib)
+                return fail(Reason.VRAM_BUSY, have=max(best, 0), among=n, need=req.vram_mib)
             if kind is RequestKind.FRACTION:
                 best = max(g.free * 1000 // max(g.total, 1) for g in candidates) \
                     if candidates else 0
-                return fail(Reason.FRACTION_BUSY, max(best, 0), n, req.milli)
-            return fail(Reason.MIG_BUSY, available, 0, need)
+                return fail(Reason.FRACTION_BUSY, have=max(best, 0), among=n, need=req.milli)
+            return fail(Reason.MIG_BUSY, have=available, need=need)
         return NodeFit(int(Reason.FITS), (0, 0, 0), units)
 
     # -- FGD fragmentation -----------------------------------------------------------------

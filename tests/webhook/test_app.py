@@ -80,7 +80,7 @@ def test_other_kinds_are_allowed_untouched(client: FlaskClient) -> None:
 
 @pytest.mark.parametrize(("body", "error"), [
     (b"not json", "body: not JSON"),
-    (b"[]", "body: must be a JSON object (an AdmissionReview), got list"),
+    (b"[]", "body: must be a JSON object, not a list"),
     (json.dumps({"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview"}).encode(),
      "apiVersion/kind: must be admission.k8s.io/v1/AdmissionReview, got "
      "'admission.k8s.io/v1beta1'/'AdmissionReview'"),

@@ -11,15 +11,13 @@ Details (``least_allocated.go``, ``most_allocated.go``): with ``capacity`` the n
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import ClassVar
 
 import numpy as np
 
-from extender.config.types import Weight
 from extender.core.fit import FitResult
 from extender.core.request import PlacementRequest
-from extender.core.scoring.base import MAX_SCORE, ScoreResult, StrategyContext
+from extender.core.scoring.base import MAX_SCORE, ScoreResult, StatelessStrategy
 from extender.core.scoring.capacity import unit_take, used_total
 from extender.core.scoring.helpers import fitting, no_choice
 from extender.inventory.snapshot import ClusterSnapshot
@@ -35,34 +33,33 @@ def requested_share(snapshot: ClusterSnapshot, req: PlacementRequest,
     return rows, np.minimum(requested, capacity), capacity
 
 
-class LeastAllocated:
+class _AllocationScorer(StatelessStrategy):
+    """kube's ``resourceAllocationScorer``: ``share * MAX_SCORE / capacity`` per node, with
+    ``share`` the strategy's part of the node's GPUs (``_share``)."""
+
+    @staticmethod
+    def _share(requested: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def score(self, snapshot: ClusterSnapshot, req: PlacementRequest,
+              fit: FitResult) -> ScoreResult:
+        rows, requested, capacity = requested_share(snapshot, req, fit)
+        safe = np.maximum(capacity, 1.0)
+        scores = np.where(capacity > 0, self._share(requested, capacity) * MAX_SCORE / safe, 0.0)
+        return ScoreResult(rows, scores, no_choice(len(rows)))
+
+
+class LeastAllocated(_AllocationScorer):
     NAME: ClassVar[str] = "least-allocated"
-    WEIGHTS: ClassVar[Mapping[str, Weight]] = {}
-    NEEDS: ClassVar[frozenset[str]] = frozenset()
 
-    def __init__(self, context: StrategyContext) -> None:
-        self.context = context
-
-    def score(self, snapshot: ClusterSnapshot, req: PlacementRequest,
-              fit: FitResult) -> ScoreResult:
-        rows, requested, capacity = requested_share(snapshot, req, fit)
-        safe = np.maximum(capacity, 1.0)
-        scores = np.where(capacity > 0, (capacity - requested) * MAX_SCORE / safe, 0.0)
-        return ScoreResult(rows, scores, no_choice(len(rows)))
+    @staticmethod
+    def _share(requested: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+        return capacity - requested
 
 
-class MostAllocated:
+class MostAllocated(_AllocationScorer):
     NAME: ClassVar[str] = "most-allocated"
-    WEIGHTS: ClassVar[Mapping[str, Weight]] = {}
-    NEEDS: ClassVar[frozenset[str]] = frozenset()
 
-    def __init__(self, context: StrategyContext) -> None:
-        self.context = context
-
-    def score(self, snapshot: ClusterSnapshot, req: PlacementRequest,
-              fit: FitResult) -> ScoreResult:
-        rows, requested, capacity = requested_share(snapshot, req, fit)
-        safe = np.maximum(capacity, 1.0)
-        scores = np.where(capacity > 0, requested * MAX_SCORE / safe, 0.0)
-        return ScoreResult(rows, scores, no_choice(len(rows)))
-
+    @staticmethod
+    def _share(requested: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+        return requested

@@ -9,12 +9,15 @@ Each strategy class declares, as class constants (kube's plugin ``Name``, scikit
 ``scoring.weights`` keys it reads, with ranges and defaults: the config layer rejects any
 other key) and ``NEEDS`` (what its caller must feed it; ``PLACEMENTS``: the caller reports
 every placement through ``placed``). The registry (``registry.py``) sits above the strategies.
+A strategy without state or weights inherits those constants and its constructor from
+``StatelessStrategy``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import ClassVar, Protocol, runtime_checkable
 
 import numpy as np
@@ -71,6 +74,24 @@ class Strategy(Protocol):
 
     def score(self, snapshot: ClusterSnapshot, req: PlacementRequest,
               fit: FitResult) -> ScoreResult: ...
+
+
+NO_WEIGHTS: Mapping[str, Weight] = MappingProxyType({})
+"""``WEIGHTS`` of a strategy that reads no ``scoring.weights`` key (read-only)."""
+
+
+class StatelessStrategy:
+    """The shell of a strategy that keeps nothing between calls (kube's
+    ``resourceAllocationScorer{Name, scorer}``): a subclass sets ``NAME`` and writes ``score``;
+    it reads no weights and needs nothing from its caller unless it says so, and keeps its
+    context as ``self.context``. The registry checks each subclass against ``Strategy``."""
+
+    NAME: ClassVar[str]
+    WEIGHTS: ClassVar[Mapping[str, Weight]] = NO_WEIGHTS
+    NEEDS: ClassVar[frozenset[str]] = frozenset()
+
+    def __init__(self, context: StrategyContext) -> None:
+        self.context = context
 
 
 @runtime_checkable

@@ -43,14 +43,19 @@ import numpy.typing as npt
 from extender.config.types import Weight
 from extender.core.fit import FitResult
 from extender.core.request import PlacementRequest
-from extender.core.scoring.base import MAX_SCORE, PLACEMENTS, ScoreResult, StrategyContext
+from extender.core.scoring.base import (
+    MAX_SCORE,
+    NO_WEIGHTS,
+    PLACEMENTS,
+    ScoreResult,
+    StatelessStrategy,
+    StrategyContext,
+)
 from extender.core.scoring.capacity import request_fraction, used_fraction
 from extender.core.scoring.helpers import fitting, no_choice
 from extender.inventory.snapshot import ClusterSnapshot
 from extender.model import Assignment, RequestKind
 from extender.units import MAX_CPU_MILLI, MAX_GPU_MILLI, MILLI
-
-NO_WEIGHTS: Mapping[str, Weight] = {}
 
 
 def free_milli(snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
@@ -90,13 +95,8 @@ def affinity(req: PlacementRequest) -> str | None:
     return f"{req.count}-mig-{req.request.mig_profile}"
 
 
-class RandomPlacement:
+class RandomPlacement(StatelessStrategy):
     NAME: ClassVar[str] = "random"
-    WEIGHTS: ClassVar[Mapping[str, Weight]] = NO_WEIGHTS
-    NEEDS: ClassVar[frozenset[str]] = frozenset()
-
-    def __init__(self, context: StrategyContext) -> None:
-        self.rng = context.rng
 
     def score(self, snapshot: ClusterSnapshot, req: PlacementRequest,
               fit: FitResult) -> ScoreResult:
@@ -105,21 +105,16 @@ class RandomPlacement:
         choice = no_choice(len(rows))
         if len(rows) == 0:
             return ScoreResult(rows, scores, choice)
-        chosen = int(self.rng.integers(len(rows)))
+        chosen = int(self.context.rng.integers(len(rows)))
         scores[chosen] = MAX_SCORE
         if req.kind in (RequestKind.FRACTION, RequestKind.VRAM):
             slots = np.flatnonzero(fit.units[positions[chosen]] > 0)
-            choice[chosen] = int(slots[self.rng.integers(len(slots))])
+            choice[chosen] = int(slots[self.context.rng.integers(len(slots))])
         return ScoreResult(rows, scores, choice)
 
 
-class DotProduct:
+class DotProduct(StatelessStrategy):
     NAME: ClassVar[str] = "dot-product"
-    WEIGHTS: ClassVar[Mapping[str, Weight]] = NO_WEIGHTS
-    NEEDS: ClassVar[frozenset[str]] = frozenset()
-
-    def __init__(self, context: StrategyContext) -> None:
-        self.context = context
 
     def score(self, snapshot: ClusterSnapshot, req: PlacementRequest,
               fit: FitResult) -> ScoreResult:
@@ -184,13 +179,8 @@ class GpuClustering:
         return ScoreResult(rows, scores, no_choice(len(rows)))
 
 
-class GpuPacking:
+class GpuPacking(StatelessStrategy):
     NAME: ClassVar[str] = "gpu-packing"
-    WEIGHTS: ClassVar[Mapping[str, Weight]] = NO_WEIGHTS
-    NEEDS: ClassVar[frozenset[str]] = frozenset()
-
-    def __init__(self, context: StrategyContext) -> None:
-        self.context = context
 
     def score(self, snapshot: ClusterSnapshot, req: PlacementRequest,
               fit: FitResult) -> ScoreResult:

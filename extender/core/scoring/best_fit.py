@@ -10,28 +10,21 @@ so the node left with the least free capacity along both axes wins.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import ClassVar
 
 import numpy as np
 
-from extender.config.types import Weight
 from extender.core.fit import FitResult
 from extender.core.request import PlacementRequest
-from extender.core.scoring.base import MAX_SCORE, ScoreResult, StrategyContext
+from extender.core.scoring.base import MAX_SCORE, ScoreResult, StatelessStrategy
 from extender.core.scoring.capacity import unit_take, used_total
 from extender.core.scoring.helpers import fitting, min_max, no_choice
 from extender.inventory.snapshot import ClusterSnapshot
 from extender.units import MAX_CPU_MILLI, MAX_GPU_MILLI
 
 
-class BestFit:
+class BestFit(StatelessStrategy):
     NAME: ClassVar[str] = "best-fit"
-    WEIGHTS: ClassVar[Mapping[str, Weight]] = {}
-    NEEDS: ClassVar[frozenset[str]] = frozenset()
-
-    def __init__(self, context: StrategyContext) -> None:
-        self.context = context
 
     def score(self, snapshot: ClusterSnapshot, req: PlacementRequest,
               fit: FitResult) -> ScoreResult:

@@ -1,7 +1,8 @@
 """Every built-in strategy, keyed on its own ``NAME`` (kube's ``NewInTreeRegistry``).
 
-This module sits above the strategies and imports each one; the strategies import only
-``base`` and ``helpers``, so there is no import circle. Adding a strategy: one new module and
+This module sits above the strategies and imports each one; no strategy imports it (they
+import ``base``, ``helpers``, ``capacity``, ``rank`` and the fragmentation model), so there is
+no import circle. Adding a strategy: one new module and
 one entry in ``BUILTIN``.
 """
 
