@@ -35,6 +35,13 @@ RENDERINGS: list[tuple[str, tuple[Path, ...], tuple[str, ...]]] = [
     ("cert-manager-extender-service", (), (
         "mode=extender-service", "tls.source=certManager",
         "tls.certManager.issuerRef.name=cluster-ca")),
+    # the demand bridge (docs/autoscaling.md), one demand mode per chart mode
+    ("demand-utility-pods-second-scheduler", (), ("demand.enabled=true",)),
+    ("demand-eks-second-scheduler", tuple(p for p in PRESETS if p.name == "values-eks.yaml"),
+     ("demand.enabled=true",)),
+    ("demand-provisioning-request-extender-service", (), (
+        "mode=extender-service", "demand.enabled=true", "demand.mode=provisioning-request",
+        "demand.replicas=2")),
 ]
 
 

@@ -47,12 +47,9 @@ def _dry_run_create(api: dynamic.DynamicClient, document: dict[str, Any],
         auth_settings=["BearerToken"], _preload_content=False)
 
 
-@pytest.mark.parametrize("index", range(len(RENDERINGS)), ids=[n for n, _, _ in RENDERINGS])
-def test_every_rendering_passes_server_side_dry_run(
-        helm: Helm, cluster: LocalCluster, index: int) -> None:
-    name, files, sets = RENDERINGS[index]
-    documents = helm.documents(values_files=files, set_values=sets, release=f"r{index}",
-                               namespace=DRY_RUN_NAMESPACE)
+def dry_run_all(cluster: LocalCluster, documents: list[dict[str, Any]], name: str) -> list[str]:
+    """Every served document through ``_dry_run_create``: the kinds checked, or the test fails
+    naming the refused object and the apiserver's answer."""
     api = dynamic.DynamicClient(cluster.api_client())
     checked = []
     for document in documents:
@@ -64,6 +61,16 @@ def test_every_rendering_passes_server_side_dry_run(
             pytest.fail(f"{name}: {document['kind']}/{document['metadata']['name']} refused by "
                         f"the apiserver: {error.body}", pytrace=False)
         checked.append(document["kind"])
+    return checked
+
+
+@pytest.mark.parametrize("index", range(len(RENDERINGS)), ids=[n for n, _, _ in RENDERINGS])
+def test_every_rendering_passes_server_side_dry_run(
+        helm: Helm, cluster: LocalCluster, index: int) -> None:
+    name, files, sets = RENDERINGS[index]
+    documents = helm.documents(values_files=files, set_values=sets, release=f"r{index}",
+                               namespace=DRY_RUN_NAMESPACE)
+    checked = dry_run_all(cluster, documents, name)
     assert {"Deployment", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
             "ConfigMap", "PodDisruptionBudget"} <= set(checked)
     if name.startswith("switches-on"):

@@ -22,6 +22,7 @@ from kubernetes import client, utils
 from localcluster import ControlPlaneBinaries, LocalCluster
 from localcluster.binaries import REPO_ROOT
 from localcluster.network import free_port
+from tests.e2e.demand_harness import account_kubeconfig
 from tests.e2e.gpu_helpers import NAMESPACE, create_pods, gpu_pod, wait_bound
 
 pytestmark = pytest.mark.e2e
@@ -34,18 +35,7 @@ WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
 
 def shadow_kubeconfig(cluster: LocalCluster, path: Path) -> Path:
     """A kubeconfig holding a freshly minted token of the shadow's ServiceAccount."""
-    request = client.AuthenticationV1TokenRequest(
-        spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=3600))
-    token = cluster.api().create_namespaced_service_account_token(
-        SHADOW_SA, "kube-system", request).status.token
-    admin = yaml.safe_load(cluster.kubeconfig("admin").read_text())
-    config = {"apiVersion": "v1", "kind": "Config",
-              "clusters": admin["clusters"],
-              "users": [{"name": "shadow", "user": {"token": token}}],
-              "contexts": [{"name": "shadow", "context": {"cluster": "local", "user": "shadow"}}],
-              "current-context": "shadow"}
-    path.write_text(yaml.safe_dump(config))
-    return path
+    return account_kubeconfig(cluster, SHADOW_SA, path)
 
 
 @contextmanager

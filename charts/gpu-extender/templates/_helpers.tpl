@@ -245,7 +245,8 @@ extenders:
 
 {{/* The platform config file (values `platform`). With the webhook on, admission.schedulerName
      defaults to the chart's scheduler: scheduler.name in second-scheduler mode, and off in
-     extender-service mode, where the default scheduler already calls the extender. */}}
+     extender-service mode, where the default scheduler already calls the extender. With demand
+     on, demand.mode is the chart's demand.mode and demand.priorityClassName its class. */}}
 {{- define "gpu-extender.platformConfig" -}}
 {{- $platform := deepCopy .Values.platform -}}
 {{- if .Values.webhook.enabled -}}
@@ -257,6 +258,21 @@ extenders:
 {{- $_ := set $admission "schedulerName" (dict "enabled" (eq .Values.mode "second-scheduler") "name" .Values.scheduler.name) -}}
 {{- end -}}
 {{- $_ := set $platform "admission" $admission -}}
+{{- end -}}
+{{- if .Values.demand.enabled -}}
+{{- /* demand: the chart's mode (its RBAC follows it) and PriorityClass, unless set there. */ -}}
+{{- $demand := dict -}}
+{{- if kindIs "map" (get $platform "demand") -}}
+{{- $demand = get $platform "demand" -}}
+{{- end -}}
+{{- if and (hasKey $demand "mode") (ne (toString $demand.mode) .Values.demand.mode) -}}
+{{- fail (printf "platform.demand.mode: %q differs from demand.mode %q (the chart grants the rights of demand.mode); set one" (toString $demand.mode) .Values.demand.mode) -}}
+{{- end -}}
+{{- $_ := set $demand "mode" .Values.demand.mode -}}
+{{- if not (hasKey $demand "priorityClassName") -}}
+{{- $_ := set $demand "priorityClassName" .Values.demand.priorityClass.name -}}
+{{- end -}}
+{{- $_ := set $platform "demand" $demand -}}
 {{- end -}}
 {{- toYaml $platform -}}
 {{- end -}}
