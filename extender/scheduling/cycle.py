@@ -170,3 +170,14 @@ class HoldEvents(Protocol):
 
     def strategy_failure(self) -> None:
         """A strategy raised; that call used the default order."""
+
+
+class NullHoldEvents:
+    """``HoldEvents`` that count nothing: for a cycle whose holds nobody scrapes (the shadow
+    judges with the extender's own cycle and reports its ledger, not hold counters)."""
+
+    def reservation(self, event: str, count: int = 1) -> None:
+        pass
+
+    def strategy_failure(self) -> None:
+        pass

@@ -26,8 +26,8 @@ from extender.runtime.listener import (
     health_route,
     json_answer,
 )
+from extender.scheduling.cycle import NullHoldEvents
 from extender.scheduling.scheduler import Scheduler
-from extender.server.metrics import ExtenderMetrics
 from extender.shadow.applier import ShadowApplier
 from extender.shadow.judge import ShadowJudge
 from extender.shadow.ledger import ShadowLedger
@@ -41,9 +41,8 @@ class ShadowService:
         self.inventory = Inventory(platform.catalog)
         self.ledger = ShadowLedger(state_file=state_file)
         self.applier = ShadowApplier(platform, self.inventory, self.ledger.add)
-        metrics = ExtenderMetrics()
         writes = _NoWrites()
-        scheduler = Scheduler(platform, self.inventory, WorkloadMix(), writes, metrics,
+        scheduler = Scheduler(platform, self.inventory, WorkloadMix(), writes, NullHoldEvents(),
                               binder=Binder(writes),
                               reservation_ttl=platform.config.service.reservation_ttl_seconds,
                               check_cpu_memory=platform.config.service.check_cpu_memory)

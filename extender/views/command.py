@@ -130,9 +130,9 @@ def _emit(document: dict[str, Any], output: str, render: Any) -> None:
 def _inventory_from(args: argparse.Namespace) -> dict[str, Any]:
     if args.url:
         return _fetch(args.url, args.node)
+    from extender.inventory.report import inventory_report
     from extender.inventory.store import Inventory
     from extender.platform import load_platform
-    from extender.server.debug import inventory_report
     from extender.sync.apply import InventoryApplier
     from extender.sync.dra import DraState
     from extender.views.summary import annotate

@@ -190,7 +190,7 @@ def test_the_debug_inventory_inspect_and_metrics_show_dra_devices_and_claims(
         platform: Platform) -> None:
     from prometheus_client import CollectorRegistry, generate_latest
 
-    from extender.server.debug import inventory_report
+    from extender.inventory.report import inventory_report
     from extender.server.metrics import InventoryCollector
     from extender.views.inspect import render_inventory
 
