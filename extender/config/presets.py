@@ -6,7 +6,22 @@ well-known labels; see ``../shared/reference/anchors.md`` section 4.3-4.4.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+
+LABEL_VALUE_MAX = 63
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+
+def is_label_value(value: str) -> bool:
+    """Whether the API server takes ``value`` as a label value, and so in a node selector
+    requirement's ``values`` (apimachinery ``IsValidLabelValue``): at most 63 characters of
+    ``[-A-Za-z0-9_.]``, alphanumeric at both ends. ``RTX PRO 6000`` is a name the extender
+    reads (Flyte's SDK string), never a value a node label holds."""
+    return len(value) <= LABEL_VALUE_MAX and _LABEL_VALUE.match(value) is not None
+
+
+LABEL_VALUE_RULE = "at most 63 characters of [A-Za-z0-9-_.], beginning and ending alphanumeric"
 
 
 @dataclass(frozen=True)

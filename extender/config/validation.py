@@ -24,7 +24,7 @@ from extender.config.platforms import (
     validate_foreign_forms,
     validate_instance_types,
 )
-from extender.config.presets import PRESETS
+from extender.config.presets import LABEL_VALUE_RULE, PRESETS, is_label_value
 from extender.config.types import Weight
 from extender.errors import FieldError, did_you_mean, join_accepted
 
@@ -35,7 +35,10 @@ MIG_KEYS = ("slots", "profiles")
 PROFILE_KEYS = ("name", "memoryMiB", "slices", "starts")
 SERVICE_KEYS = ("reservationTTLSeconds", "reconcileIntervalSeconds", "checkCpuMemory")
 
-_ID = re.compile(r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$")
+_ID = re.compile(r"^(?=.{1,63}$)[a-z0-9]([a-z0-9.-]*[a-z0-9])?$")
+"""A type id or family: pods name it in the ``gpu-extender.io/accelerator`` label, so a label
+value (63 characters at most)."""
+_ID_RULE = "a lower-case id ([a-z0-9.-], at most 63 characters)"
 _PROFILE = re.compile(r"^[1-9][0-9]*g\.[1-9][0-9]*gb$")
 _LABEL_KEY = re.compile(
     r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
@@ -207,9 +210,9 @@ def _validate_accelerator(errors: _Errors, path: str, entry: dict[str, Any]) -> 
         if key not in entry:
             errors.add(f"{path}.{key}", "is required")
     if "id" in entry:
-        errors.string(f"{path}.id", entry["id"], _ID, "a lower-case id ([a-z0-9.-])")
+        errors.string(f"{path}.id", entry["id"], _ID, _ID_RULE)
     if "family" in entry:
-        errors.string(f"{path}.family", entry["family"], _ID, "a lower-case id ([a-z0-9.-])")
+        errors.string(f"{path}.family", entry["family"], _ID, _ID_RULE)
     if "memoryMiB" in entry:
         errors.integer(f"{path}.memoryMiB", entry["memoryMiB"], minimum=1)
     if "price" in entry:
@@ -325,6 +328,11 @@ def _validate_node_labels(errors: _Errors, labels: object, catalog: Catalog) -> 
                     errors.add(f"{where}.values[{value}]",
                                f"label value must be a string, got {type(value).__name__} "
                                f"{value!r}; quote it")
+                    continue
+                if not is_label_value(value):
+                    errors.add(f"{where}.values[{value}]",
+                               f"{value!r} can never be a node's label value "
+                               f"({LABEL_VALUE_RULE}); write the value your nodes carry")
                     continue
                 _check_type_name(errors, f"{where}.values[{value}]", name, catalog)
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from extender.config.admission.types import SHARE_KINDS
+from extender.config.presets import LABEL_VALUE_RULE
 from extender.errors import RequestError
 from extender.kube import objects
 from extender.kube.shape import check_pod
@@ -149,11 +150,15 @@ class PodAdmission:
             names = catalog.describe(request.excluded - request.types)
             out.append(f"gpu-extender: metadata.annotations[gpu-extender.io/exclude-"
                        f"accelerators] excludes {names}, which the pod does not accept anyway")
-        unmapped = self.mapping.for_request(request).unmapped
-        if unmapped:
-            out.append(f"gpu-extender: no node affinity written: {', '.join(unmapped)} has no "
-                       f"value on label {self.mapping.type_key}; autoscalers cannot tell "
-                       f"which nodes fit (add admission.platformMapping.gpuTypes entries)")
+        mapped = self.mapping.for_request(request)
+        if mapped.unmapped:
+            why = "" if not mapped.skipped else (
+                f" ({', '.join(repr(v) for v in mapped.skipped)} cannot be a label value: "
+                f"{LABEL_VALUE_RULE})")
+            out.append(f"gpu-extender: no node affinity written: {', '.join(mapped.unmapped)} "
+                       f"has no value on label {self.mapping.type_key}{why}; autoscalers "
+                       f"cannot tell which nodes fit (add admission.platformMapping.gpuTypes "
+                       f"entries)")
         return tuple(out)
 
     def _same_refusal(self, old: Mapping[str, Any], message: str) -> bool:

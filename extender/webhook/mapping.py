@@ -8,6 +8,11 @@ as this type (possibly among others). The affinity we write is therefore never n
 what the extender accepts. It may be wider where a label value names several types and the
 platform has no memory label to tell them apart (AKS says ``A100`` for both sizes): the
 extender then decides.
+
+Every value written is one the API server takes as a label value (``presets.is_label_value``):
+a name no node label can hold (Flyte's SDK string ``RTX PRO 6000``, a GFD product grown past
+63 characters by its ``-MIG-<profile>`` suffix) is left out, and a type left with no value is
+``unmapped`` (no type affinity; the webhook says why in a warning).
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from functools import lru_cache
 from typing import Any
 
 from extender.config.admission import PlatformMappingConfig
-from extender.config.presets import GFD, PRESETS, LabelPreset
+from extender.config.presets import GFD, PRESETS, LabelPreset, is_label_value
 from extender.model import GpuRequest, RequestKind
 from extender.platform import Platform
 
@@ -38,6 +43,8 @@ class PodMapping:
     tolerations: tuple[Mapping[str, Any], ...]
     unmapped: tuple[str, ...] = ()
     """Accepted types without a selector (then no type affinity is written at all)."""
+    skipped: tuple[str, ...] = ()
+    """Spellings of the accepted types left out because no label value can hold them."""
 
 
 def _spellings(preset: LabelPreset | None, names: list[str], family: str) -> list[str]:
@@ -45,7 +52,9 @@ def _spellings(preset: LabelPreset | None, names: list[str], family: str) -> lis
     if preset is None:
         return names
     if preset.name == "gfd":   # product names: NVIDIA-A100-SXM4-80GB, Tesla-T4
-        return [n for n in names if any(c.isupper() for c in n)]
+        # GFD turns the NVML name's spaces into '-' (k8s-device-plugin internal/lm): a name
+        # with a space is another ecosystem's (Flyte's "A100 80G"), never a product label
+        return [n for n in names if any(c.isupper() for c in n) and " " not in n]
     if preset.name == "gke":   # nvidia-tesla-t4, nvidia-a100-80gb
         return [n for n in names if n.startswith("nvidia-") and n == n.lower()]
     if preset.name == "eks-karpenter":  # instance-gpu-name: a100, t4, a10g
@@ -84,19 +93,25 @@ class PlatformMapping:
     # -- selectors -------------------------------------------------------------------------
 
     def _derived(self, t: int, accepted: frozenset[int], suffixes: tuple[str, ...]
-                 ) -> list[Selector]:
+                 ) -> tuple[list[Selector], list[str]]:
+        """The type's selectors on the type label, and the spellings left out because no
+        label value can hold them."""
         key = self.type_key
         if key is None:
-            return []
+            return [], []
         accel = self._platform.catalog.types[t]
         labels = self._platform.labels
         memory_key = self._preset.memory_key if self._preset else None
         # a custom mapping's label values, else every name of the type
         names = list(self._custom.get(key) or ()) or [accel.id, accel.family, *accel.aliases]
         values: list[tuple[str, frozenset[int]]] = []
+        skipped: list[str] = []
         for name in _spellings(self._preset, names, accel.family):
             variants = [name + s for s in suffixes] if self._preset is GFD else [name]
             for value in variants:
+                if not is_label_value(value):
+                    skipped.append(value)
+                    continue
                 meant = labels.resolve_value(key, value) or frozenset()
                 if t in meant and value not in (v for v, _ in values):
                     values.append((value, meant))
@@ -109,7 +124,7 @@ class PlatformMapping:
             else:  # Karpenter's `a100` is both sizes: the memory label tells them apart
                 out.append(tuple(sorted({key: value, memory_key: str(accel.memory_mib)}
                                         .items())))
-        return out
+        return out, skipped
 
     def _for_request(self, request: GpuRequest) -> PodMapping:
         if not self._config.enabled:
@@ -123,9 +138,13 @@ class PlatformMapping:
             ("", f"-MIG-{request.mig_profile}")
         selectors: list[Selector] = []
         unmapped: list[str] = []
+        skipped: list[str] = []
         tolerations: list[Mapping[str, Any]] = []
         for t in sorted(accepted):
-            found = self._explicit.get(t) or self._derived(t, accepted, suffixes)
+            found = self._explicit.get(t)
+            if not found:
+                found, left_out = self._derived(t, accepted, suffixes)
+                skipped += left_out
             if not found:
                 unmapped.append(catalog.id_of(t))
             for selector in found:
@@ -141,7 +160,7 @@ class PlatformMapping:
         groups = () if unmapped or not selectors else _group(selectors)
         groups = tuple(g + partition for g in groups) if groups else \
             ((partition,) if partition else ())
-        return PodMapping(groups, tuple(tolerations), tuple(unmapped))
+        return PodMapping(groups, tuple(tolerations), tuple(unmapped), tuple(skipped))
 
     def _partition_expressions(self, request: GpuRequest) -> tuple[Expression, ...]:
         key = self.partition_key

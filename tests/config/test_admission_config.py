@@ -69,8 +69,14 @@ def test_a_full_section_builds() -> None:
        "v100-16gb, v100-32gb"], id="gpu type name, Flyte's singular key"),
     P({"platformMapping": {"gpuTypes": [{"name": "t4", "nodeSelector": {"pool": 4}}]}},
       ["admission.platformMapping.gpuTypes[0].nodeSelector[pool]: label value must be a "
-       "string of at most 63 characters ([A-Za-z0-9-_.]), got 4; quote numbers"],
+       "string of at most 63 characters of [A-Za-z0-9-_.], beginning and ending "
+       "alphanumeric, got 4; quote numbers"],
       id="selector value"),
+    P({"platformMapping": {"gpuTypes": [{"name": "t4", "nodeSelector": {"pool": "t" * 64}}]}},
+      ["admission.platformMapping.gpuTypes[0].nodeSelector[pool]: label value must be a "
+       "string of at most 63 characters of [A-Za-z0-9-_.], beginning and ending "
+       f"alphanumeric, got {'t' * 64!r}; quote numbers"],
+      id="selector value of 64 characters (the API server's limit is 63)"),
     P({"platformMapping": {"gpuTypes": [{"name": "t4", "tolerations": [
         {"operator": "Equals", "effect": "NoSchedul", "value": "x"},
         {"key": "gpu", "operator": "Exists", "value": "x", "tolerationSeconds": -1}]}]}},

@@ -158,6 +158,25 @@ def test_a_pod_as_flytepropeller_writes_it_for_a100_is_placed_on_the_a100_pool(
     assert wait_bound(local, "flyte-a100") == "flyte-a100"
 
 
+def test_an_rtx_pro_6000_pod_on_flyte_labels_gets_only_values_a_label_can_hold(
+        cluster: tuple[LocalCluster, Webhook]) -> None:
+    """The catalog also knows Flyte's SDK string ``RTX PRO 6000``; the API server refuses
+    it in an affinity, so the mapping writes only the spellings a node label can carry."""
+    local, webhook = cluster
+    webhook.start(WEBHOOK_DATA / "flyte.yaml")
+    try:
+        created = create_pod(local, pod("rtx", {"nvidia.com/gpu": "1"}, labels={
+            "gpu-extender.io/accelerator": "rtx-pro-6000"}), dry_run=True)
+    finally:
+        webhook.start(WEBHOOK_DATA / "gke.yaml")
+    terms = getattr(created.spec.affinity.node_affinity, REQUIRED).node_selector_terms
+    assert [[(e.key, e.operator, e.values) for e in t.match_expressions] for t in terms] == [[
+        (FLYTE_DEVICE, "In", ["rtx-pro-6000", "NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition",
+                              "nvidia-rtx-pro-6000"]),
+        (FLYTE_PARTITION, "DoesNotExist", None),
+    ]]
+
+
 def test_with_the_webhook_down_pods_are_still_created_and_placed(
         cluster: tuple[LocalCluster, Webhook]) -> None:
     local, webhook = cluster

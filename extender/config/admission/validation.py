@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from extender.catalog import Catalog
 from extender.config.admission.types import SHARE_KINDS, WORKLOAD_MODES
-from extender.config.presets import PRESETS
+from extender.config.presets import LABEL_VALUE_RULE, PRESETS, is_label_value
 from extender.errors import join_accepted
 
 ADMISSION_KEYS = ("warnings", "workloads", "schedulerName", "platformMapping", "visibleDevices")
@@ -26,7 +26,6 @@ _LABEL_KEY = re.compile(
     r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
     r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
 )
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
 
@@ -118,9 +117,9 @@ def _validate_gpu_type(errors: Checks, path: str, entry: object, catalog: Catalo
         for key, value in selector.items():
             where = f"{path}.nodeSelector[{key}]"
             errors.string(where, key, _LABEL_KEY, "a valid label key")
-            if not isinstance(value, str) or not _LABEL_VALUE.match(value):
-                errors.add(where, f"label value must be a string of at most 63 characters "
-                                  f"([A-Za-z0-9-_.]), got {value!r}; quote numbers")
+            if not isinstance(value, str) or not is_label_value(value):
+                errors.add(where, f"label value must be a string of {LABEL_VALUE_RULE}, got "
+                                  f"{value!r}; quote numbers")
     tolerations = entry.get("tolerations", [])
     if tolerations is not None and errors.sequence(f"{path}.tolerations", tolerations):
         assert isinstance(tolerations, list)
@@ -143,7 +142,7 @@ def _validate_toleration(errors: Checks, path: str, toleration: object) -> None:
     value = toleration.get("value")
     if operator == "Exists" and value:
         errors.add(f"{path}.value", f"must be empty when operator is Exists, got {value!r}")
-    elif value is not None and (not isinstance(value, str) or not _LABEL_VALUE.match(value)):
+    elif value is not None and (not isinstance(value, str) or not is_label_value(value)):
         errors.add(f"{path}.value", f"must be a taint value string, got {value!r}")
     effect = toleration.get("effect")
     if effect is not None and effect not in EFFECTS:
