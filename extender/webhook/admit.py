@@ -23,6 +23,7 @@ from extender.webhook import patch, trust
 from extender.webhook.dra_mix import dra_mix_refusal
 from extender.webhook.first_available import CLAIM_KINDS, rewrite
 from extender.webhook.mapping import PlatformMapping
+from extender.webhook.pools import NodePools
 from extender.webhook.review import AdmissionRequest
 from extender.webhook.workloads import TEMPLATE_PATHS, template_pod
 
@@ -44,10 +45,12 @@ class PodAdmission:
     def __init__(self, platform: Platform,
                  trusted_users: Collection[str] = trust.DEFAULT_TRUSTED_USERS, *,
                  dra_mapped: frozenset[str] = frozenset(),
-                 first_available: bool = False) -> None:
+                 first_available: bool = False, pools: NodePools | None = None) -> None:
         """``dra_mapped``: extended resources a DeviceClass maps (``webhook/dra_mix.py``);
-        ``first_available``: rewrite untyped GPU claims (``webhook/first_available.py``)."""
+        ``first_available``: rewrite untyped GPU claims (``webhook/first_available.py``);
+        ``pools``: the watched nodes, to refuse shares no pool hands over (``pools.py``)."""
         self._platform = platform
+        self._pools = pools
         self._dra_mapped = dra_mapped
         self._first_available = first_available
         self._config = platform.config.admission
@@ -94,6 +97,10 @@ class PodAdmission:
         mixed = dra_mix_refusal(review.object, self._dra_mapped)
         if mixed is not None:
             return Answer(False, "refused", message=mixed)
+        if request is not None and not update and self._pools is not None:
+            stranded = self._pools.share_refusal(request, review.object, review.namespace)
+            if stranded is not None:
+                return Answer(False, "refused", message=stranded)
         warnings = self._warnings(review.object, request) if self._config.warnings else ()
         if request is None:
             return Answer(True, "no-gpu", warnings=warnings)

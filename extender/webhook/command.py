@@ -15,6 +15,7 @@ from extender.runtime.command import (
     add_common_flags,
     configure_logging,
     fail,
+    kube_or_exit,
     platform_or_exit,
     positive_int,
 )
@@ -28,7 +29,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                     "name, the platform's node affinity and tolerations and the "
                     "visible-devices env (admission: section of the platform config); plus "
                     "GET /healthz and /metrics.")
-    add_common_flags(parser, listen=("0.0.0.0", 8443))
+    add_common_flags(parser, kube=True, listen=("0.0.0.0", 8443))
     parser.add_argument("--tls-cert-file", required=True, metavar="FILE",
                         help="serving certificate (PEM); reloaded when it changes on disk")
     parser.add_argument("--tls-private-key-file", required=True, metavar="FILE",
@@ -49,6 +50,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                         help="rewrite untyped requests of the gpu.nvidia.com DeviceClass in "
                              "ResourceClaims and ResourceClaimTemplates into firstAvailable "
                              "alternatives, cheapest unprotected type first (docs/dra.md)")
+    parser.add_argument("--watch-nodes", action="store_true",
+                        help="watch the cluster's nodes (get/list/watch nodes) and refuse, at "
+                             "creation, VRAM shares and fractions that only pools with "
+                             "handoff: none could hold (docs/handoff.md); uses the in-cluster "
+                             "service account or --kubeconfig")
     parser.set_defaults(run=run_webhook)
 
     certs = commands.add_parser(
@@ -74,6 +80,7 @@ def run_webhook(args: argparse.Namespace) -> int:
     from extender.runtime.tls import TlsFiles
 
     platform = platform_or_exit(args.config)
+    configuration = kube_or_exit(args.kubeconfig) if args.watch_nodes else None
     try:
         TlsFiles(Path(args.tls_cert_file), Path(args.tls_private_key_file)).check(
             "gpu-extender webhook")
@@ -98,7 +105,8 @@ def run_webhook(args: argparse.Namespace) -> int:
                                      DEFAULT_TRUSTED_USERS,
                                      dra_extended_resources=frozenset(
                                          args.dra_extended_resource),
-                                     dra_first_available=args.dra_first_available), platform)
+                                     dra_first_available=args.dra_first_available,
+                                     kube_configuration=configuration), platform)
     return EXIT_OK
 
 

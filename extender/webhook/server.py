@@ -19,6 +19,7 @@ from extender.runtime.command import DEFAULT_HEAD_TIMEOUT_S
 from extender.runtime.gunicorn import GunicornApp, common_settings
 from extender.runtime.tls import TlsFiles
 from extender.webhook.app import create_app
+from extender.webhook.cluster import WebhookCluster
 from extender.webhook.trust import DEFAULT_TRUSTED_USERS
 
 
@@ -38,6 +39,9 @@ class WebhookOptions:
     """Extended resources a DeviceClass maps (``webhook/dra_mix.py``)."""
     dra_first_available: bool = False
     """Rewrite untyped GPU claims into cost-ordered alternatives (``first_available.py``)."""
+    kube_configuration: Any = None
+    """The API server's client configuration (``--watch-nodes``): the worker watches nodes
+    (``cluster.py``); ``None``: no API access."""
 
 
 def gunicorn_settings(options: WebhookOptions) -> dict[str, Any]:
@@ -49,11 +53,32 @@ def gunicorn_settings(options: WebhookOptions) -> dict[str, Any]:
         access_log=options.access_log)
 
 
+class _Worker:
+    """What one gunicorn worker builds (``load``, after the fork) and stops at its exit."""
+
+    def __init__(self, options: WebhookOptions, platform: Platform) -> None:
+        self._options = options
+        self._platform = platform
+        self._cluster: WebhookCluster | None = None
+
+    def load(self) -> Any:
+        options = self._options
+        if options.kube_configuration is not None:
+            self._cluster = WebhookCluster(self._platform, options.kube_configuration)
+            self._cluster.start()
+        return create_app(self._platform, options.trusted_users,
+                          dra_mapped=options.dra_extended_resources,
+                          first_available=options.dra_first_available,
+                          certificates=(Path(options.cert_file),),
+                          pools=self._cluster.pools if self._cluster is not None else None)
+
+    def stop(self) -> None:
+        if self._cluster is not None:
+            self._cluster.stop()
+
+
 def run(options: WebhookOptions, platform: Platform) -> None:
     """Serve until gunicorn is told to stop (SIGTERM/SIGINT)."""
-    GunicornApp(gunicorn_settings(options),
-                lambda: create_app(platform, options.trusted_users,
-                                   dra_mapped=options.dra_extended_resources,
-                                   first_available=options.dra_first_available,
-                                   certificates=(Path(options.cert_file),)),
+    worker = _Worker(options, platform)
+    GunicornApp(gunicorn_settings(options), worker.load, stop=worker.stop,
                 head_timeout_s=options.head_timeout_s).run()

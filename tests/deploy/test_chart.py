@@ -304,6 +304,28 @@ def test_webhook_matches_the_plain_manifest_and_is_served_with_its_ca(
     assert webhook["readinessProbe"]["httpGet"] == {"path": "/healthz", "port": "https",
                                                     "scheme": "HTTPS"}
     assert "--tls-cert-file=/etc/gpu-extender-tls/tls.crt" in webhook["args"]
+    # --watch-nodes (webhook.watchNodes, on by default): its own account reads nodes, nothing
+    # else, as the plain manifest's
+    assert "--watch-nodes" in webhook["args"]
+    pod_spec = _named(documents, "Deployment", "-webhook")["spec"]["template"]["spec"]
+    role = _named(documents, "ClusterRole", "-webhook")
+    assert role["rules"] == _of_kind(plain, "ClusterRole")[0]["rules"] == [
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]}]
+    binding = _named(documents, "ClusterRoleBinding", "-webhook")
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "namespace": namespace,
+                                    "name": pod_spec["serviceAccountName"]}]
+    assert pod_spec["automountServiceAccountToken"] is True
+
+
+def test_webhook_without_watch_nodes_has_no_account_and_no_token(helm: Helm) -> None:
+    documents = helm.documents(set_values=("webhook.enabled=true", "webhook.watchNodes=false"))
+    pod_spec = _named(documents, "Deployment", "-webhook")["spec"]["template"]["spec"]
+    assert pod_spec["automountServiceAccountToken"] is False
+    assert "serviceAccountName" not in pod_spec
+    assert not [d for d in documents if d["kind"] in ("ClusterRole", "ClusterRoleBinding")
+                and d["metadata"]["name"].endswith("-webhook")]
+    webhook = next(c for c in _containers(documents) if c["name"] == "webhook")
+    assert "--watch-nodes" not in webhook["args"]
 
 
 @pytest.mark.parametrize(("name", "enabled"), [("switches-on-second-scheduler", True),

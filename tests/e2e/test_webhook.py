@@ -177,6 +177,39 @@ def test_an_rtx_pro_6000_pod_on_flyte_labels_gets_only_values_a_label_can_hold(
     ]]
 
 
+def test_watching_nodes_a_share_only_a_gke_pool_could_hold_is_refused_at_creation(
+        cluster: tuple[LocalCluster, Webhook]) -> None:
+    """gke-a100 is the only A100 80GB node and the gke preset's handoff is none; gke-t4 is
+    labelled gpu-extender.io/handoff=cdi, so a T4 share is admitted."""
+    local, webhook = cluster
+    webhook.start(WEBHOOK_DATA / "gke.yaml", "--watch-nodes",
+                  "--kubeconfig", str(local.kubeconfig()))
+    share_a100 = pod("share-a100", {"gpu-extender.io/gpu-memory": "4Gi"},
+                     labels={"gpu-extender.io/accelerator": "a100-80gb"})
+
+    def refusal() -> str | None:
+        try:
+            create_pod(local, share_a100, dry_run=True)
+        except ApiException as exc:
+            return str(exc.body) if exc.status == 403 else None
+        return None
+
+    try:  # the worker lists the nodes once it has started: wait for the verdict
+        local.wait_for(lambda: refusal() is not None, timeout_s=30,
+                       description="the webhook to have listed the nodes")
+        message = refusal()
+        assert message is not None
+        assert "spec.containers[main].resources: 4096 MiB VRAM share on a100-80gb" in message
+        assert "1 node(s) with handoff: none: gke-a100" in message
+        assert "accepted: nvidia.com/gpu: 1 on a time-sharing pool" in message
+        created = create_pod(local, pod("share-t4-nri", {"gpu-extender.io/gpu-memory": "4Gi"},
+                                        labels={"gpu-extender.io/accelerator": "t4"}),
+                             dry_run=True)
+        assert created.spec.scheduler_name == "gpu-scheduler"
+    finally:
+        webhook.start(WEBHOOK_DATA / "gke.yaml")
+
+
 def test_with_the_webhook_down_pods_are_still_created_and_placed(
         cluster: tuple[LocalCluster, Webhook]) -> None:
     local, webhook = cluster
@@ -210,7 +243,8 @@ def test_the_shipped_webhook_manifest_passes_server_side_dry_run(
                 document["metadata"]["name"] += "-dry-run"
             created = utils.create_from_dict(local.api_client(), document, dry_run="All")
             kinds += [o.kind for o in created]
-        assert sorted(kinds) == ["Deployment", "MutatingWebhookConfiguration", "Service",
+        assert sorted(kinds) == ["ClusterRole", "ClusterRoleBinding", "Deployment",
+                                 "MutatingWebhookConfiguration", "Service", "ServiceAccount",
                                  "ValidatingWebhookConfiguration"], path
 
 
