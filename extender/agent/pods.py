@@ -74,7 +74,8 @@ def node_pod(pod: Mapping[str, Any], node: str | None = None) -> NodePod:
     return NodePod(
         key=objects.pod_key(pod), containers=containers, container_names=names,
         assigned=decoded[ANNOTATION_ASSIGNED], observed=decoded[ANNOTATION_OBSERVED],
-        observed_text=observed_text if isinstance(observed_text, str) else None,
+        observed_text=observed_text if isinstance(observed_text, str) and observed_text
+        else None,
         problems=tuple(problems), requests_gpu=any(_asks_gpu(c) for c in specs))
 
 
@@ -92,8 +93,9 @@ def node_pods(pods: Iterable[Mapping[str, Any]], node: str) -> dict[str, NodePod
 
 
 def _assignment(raw: object, node: str | None) -> tuple[Assignment | None, str | None]:
-    """The decoded assignment, or ``None`` and why it is not used."""
-    if raw is None:
+    """The decoded assignment, or ``None`` and why it is not used (``""``: cleared by the
+    extender's Binding, absent)."""
+    if raw is None or raw == "":
         return None, None
     if not isinstance(raw, str):
         return None, f"must be a JSON string, got {type(raw).__name__}"

@@ -17,14 +17,25 @@ from extender.apiserver.errors import Conflict, KubeError
 from extender.apiserver.events import EventQueue, Message, PendingEvent
 from extender.kube import objects
 from extender.kube.annotations import encode_assignment, visible_devices
-from extender.model import ANNOTATION_ASSIGNED, ANNOTATION_VISIBLE_DEVICES, Assignment, PodKey
+from extender.model import (
+    ANNOTATION_ASSIGNED,
+    ANNOTATION_OBSERVED,
+    ANNOTATION_VISIBLE_DEVICES,
+    Assignment,
+    PodKey,
+)
 
 _log = logging.getLogger(__name__)
 
 
 def assignment_annotations(assignment: Assignment) -> dict[str, str]:
+    """What the Binding writes. ``assigned-observed`` is the node agent's alone: the Binding
+    clears whatever the pod carried before it was bound (the API server copies a Binding's
+    annotations over the pod's and cannot delete one, so cleared is ``""``, which every
+    reader takes as absent)."""
     return {ANNOTATION_ASSIGNED: encode_assignment(assignment),
-            ANNOTATION_VISIBLE_DEVICES: visible_devices(assignment)}
+            ANNOTATION_VISIBLE_DEVICES: visible_devices(assignment),
+            ANNOTATION_OBSERVED: ""}
 
 
 class Binder:

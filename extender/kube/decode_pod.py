@@ -90,7 +90,7 @@ class PodDecoder:
         # choice; a malformed one is reported and the choice still counts.
         for annotation in ASSIGNMENT_ANNOTATIONS:
             raw = objects.annotations(pod).get(annotation)
-            if raw is None:
+            if raw is None or raw == "":  # "": cleared by the extender's Binding
                 continue
             try:
                 assignment = decode_assignment(raw)

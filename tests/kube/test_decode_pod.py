@@ -583,6 +583,15 @@ def test_a_malformed_assigned_annotation_is_a_problem_not_a_crash(
     assert fragment in problem
 
 
+def test_an_observed_cleared_by_the_binding_is_absent(pods: PodDecoder) -> None:
+    """The Binding writes ``assigned-observed: ""`` (apiserver/binder.py): no problem, and the
+    extender's ``assigned`` is what the pod holds."""
+    assignment = Assignment("n1", WHOLE, (GpuGrant(0, 16384, whole=True),), type_id="t4")
+    info = pods.decode(make_pod().gpus(1).assigned(assignment)
+                       .annotation("gpu-extender.io/assigned-observed", "").obj())
+    assert (info.assignment, info.problems) == (assignment, ())
+
+
 def test_an_invalid_request_does_not_hide_what_the_pod_holds(pods: PodDecoder) -> None:
     assignment = Assignment("n1", WHOLE, (GpuGrant(0, 16384, whole=True),), type_id="t4")
     info = pods.decode(make_pod().gpus(1).accelerator("no-such-gpu").assigned(assignment).obj())
