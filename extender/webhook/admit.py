@@ -21,6 +21,7 @@ from extender.model import (
 from extender.platform import Platform
 from extender.webhook import patch, trust
 from extender.webhook.dra_mix import dra_mix_refusal
+from extender.webhook.evictions import AgentEvictions
 from extender.webhook.first_available import CLAIM_KINDS, rewrite
 from extender.webhook.mapping import PlatformMapping
 from extender.webhook.pools import NodePools
@@ -45,12 +46,15 @@ class PodAdmission:
     def __init__(self, platform: Platform,
                  trusted_users: Collection[str] = trust.DEFAULT_TRUSTED_USERS, *,
                  dra_mapped: frozenset[str] = frozenset(),
-                 first_available: bool = False, pools: NodePools | None = None) -> None:
+                 first_available: bool = False, pools: NodePools | None = None,
+                 evictions: AgentEvictions | None = None) -> None:
         """``dra_mapped``: extended resources a DeviceClass maps (``webhook/dra_mix.py``);
         ``first_available``: rewrite untyped GPU claims (``webhook/first_available.py``);
-        ``pools``: the watched nodes, to refuse shares no pool hands over (``pools.py``)."""
+        ``pools``: the watched nodes, to refuse shares no pool hands over (``pools.py``);
+        ``evictions``: the node agent's Evictions, judged (``evictions.py``)."""
         self._platform = platform
         self._pools = pools
+        self._evictions = evictions
         self._dra_mapped = dra_mapped
         self._first_available = first_available
         self._config = platform.config.admission
@@ -70,6 +74,13 @@ class PodAdmission:
         changes (a finalizer removed from a pod whose request is no longer valid passes)."""
         if review.kind in TEMPLATE_PATHS:
             return self._validate_workload(review)
+        if review.sub_resource == "eviction":
+            if self._evictions is None:
+                return Answer(True, "not-a-pod")
+            verdict = self._evictions.judge(review.username, review.extra, review.namespace,
+                                            review.name)
+            return Answer(verdict.allowed, f"eviction-{verdict.outcome}",
+                          message=verdict.message)
         if review.kind != "Pod":
             return Answer(True, "not-a-pod")
         update = review.operation == "UPDATE" and review.old_object is not None

@@ -21,6 +21,7 @@ from werkzeug.exceptions import HTTPException
 
 from extender.platform import Platform
 from extender.webhook.admit import Answer, PodAdmission
+from extender.webhook.evictions import AgentEvictions
 from extender.webhook.metrics import WebhookMetrics
 from extender.webhook.pools import NodePools
 from extender.webhook.review import AdmissionRequest, ReviewError, decode_review, encode_response
@@ -39,14 +40,17 @@ def _json(document: object, status: int = 200) -> Response:
 def create_app(platform: Platform,
                trusted_users: Collection[str] = DEFAULT_TRUSTED_USERS, *,
                dra_mapped: frozenset[str] = frozenset(), first_available: bool = False,
-               certificates: Sequence[Path] = (), pools: NodePools | None = None) -> Flask:
+               certificates: Sequence[Path] = (), pools: NodePools | None = None,
+               evictions: AgentEvictions | None = None) -> Flask:
     """``trusted_users``: who may write the GPU annotations (``trust.py``); ``dra_mapped``,
     ``first_available``: the DRA checks (docs/dra.md); ``certificates``: the serving
-    certificates whose expiry /metrics exports; ``pools``: the watched nodes (``pools.py``)."""
+    certificates whose expiry /metrics exports; ``pools``: the watched nodes (``pools.py``);
+    ``evictions``: the node agent's Evictions (``evictions.py``)."""
     app = Flask("gpu-extender-webhook")
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
     admission = PodAdmission(platform, trusted_users, dra_mapped=dra_mapped,
-                             first_available=first_available, pools=pools)
+                             first_available=first_available, pools=pools,
+                             evictions=evictions)
     metrics = WebhookMetrics(certificates)
     app.add_url_rule("/validate", "validate", _review_view("validate", admission.validate,
                                                            metrics), methods=["POST"])

@@ -55,6 +55,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                              "creation, VRAM shares and fractions that only pools with "
                              "handoff: none could hold (docs/handoff.md); uses the in-cluster "
                              "service account or --kubeconfig")
+    parser.add_argument("--agent-user", action="append", default=[], metavar="NAME",
+                        help="the node agent's identity (repeatable): its Evictions are "
+                             "refused unless the pod they name is bound to the node in its "
+                             "pod-bound token (get pods; the webhook configuration sends them "
+                             "with failurePolicy: Fail)")
     parser.set_defaults(run=run_webhook)
 
     certs = commands.add_parser(
@@ -80,7 +85,8 @@ def run_webhook(args: argparse.Namespace) -> int:
     from extender.runtime.tls import TlsFiles
 
     platform = platform_or_exit(args.config)
-    configuration = kube_or_exit(args.kubeconfig) if args.watch_nodes else None
+    configuration = kube_or_exit(args.kubeconfig) \
+        if args.watch_nodes or args.agent_user else None
     try:
         TlsFiles(Path(args.tls_cert_file), Path(args.tls_private_key_file)).check(
             "gpu-extender webhook")
@@ -106,7 +112,9 @@ def run_webhook(args: argparse.Namespace) -> int:
                                      dra_extended_resources=frozenset(
                                          args.dra_extended_resource),
                                      dra_first_available=args.dra_first_available,
-                                     kube_configuration=configuration), platform)
+                                     kube_configuration=configuration,
+                                     watch_nodes=args.watch_nodes,
+                                     agent_users=frozenset(args.agent_user)), platform)
     return EXIT_OK
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -44,6 +44,12 @@ class AdmissionRequest:
     username: str = ""
     """``request.userInfo.username``: who asks (trusted identities may write the GPU
     annotations, ``trust.py``)."""
+    extra: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """``request.userInfo.extra`` (a pod-bound token's node-name claim, ``evictions.py``)."""
+    name: str = ""
+    """``request.name``: the object's name (an Eviction's pod)."""
+    sub_resource: str = ""
+    """``request.subResource`` (``eviction``)."""
 
 
 def decode_review(body: bytes) -> AdmissionRequest:
@@ -69,6 +75,9 @@ def decode_review(body: bytes) -> AdmissionRequest:
         raise ReviewError("request.kind, request.object and request.oldObject: must be objects")
     user = request.get("userInfo") or {}
     username = user.get("username") if isinstance(user, dict) else None
+    raw_extra = user.get("extra") if isinstance(user, dict) else None
+    extra = {str(k): tuple(str(v) for v in values) for k, values in raw_extra.items()
+             if isinstance(values, list)} if isinstance(raw_extra, dict) else {}
     return AdmissionRequest(
         uid=uid,
         kind=str(kind.get("kind", "")),
@@ -78,6 +87,9 @@ def decode_review(body: bytes) -> AdmissionRequest:
         dry_run=bool(request.get("dryRun")),
         old_object=old,
         username=username if isinstance(username, str) else "",
+        extra=extra,
+        name=str(request.get("name") or ""),
+        sub_resource=str(request.get("subResource") or ""),
     )
 
 

@@ -40,8 +40,11 @@ class WebhookOptions:
     dra_first_available: bool = False
     """Rewrite untyped GPU claims into cost-ordered alternatives (``first_available.py``)."""
     kube_configuration: Any = None
-    """The API server's client configuration (``--watch-nodes``): the worker watches nodes
-    (``cluster.py``); ``None``: no API access."""
+    """The API server's client configuration (``--watch-nodes``, ``--agent-user``), for the
+    worker's ``cluster.py``; ``None``: no API access."""
+    watch_nodes: bool = False
+    agent_users: frozenset[str] = frozenset()
+    """The node agent's identities, whose Evictions must name a pod on their own node."""
 
 
 def gunicorn_settings(options: WebhookOptions) -> dict[str, Any]:
@@ -64,13 +67,17 @@ class _Worker:
     def load(self) -> Any:
         options = self._options
         if options.kube_configuration is not None:
-            self._cluster = WebhookCluster(self._platform, options.kube_configuration)
+            self._cluster = WebhookCluster(self._platform, options.kube_configuration,
+                                           watch_nodes=options.watch_nodes,
+                                           agent_users=options.agent_users)
             self._cluster.start()
+        cluster = self._cluster
         return create_app(self._platform, options.trusted_users,
                           dra_mapped=options.dra_extended_resources,
                           first_available=options.dra_first_available,
                           certificates=(Path(options.cert_file),),
-                          pools=self._cluster.pools if self._cluster is not None else None)
+                          pools=cluster.pools if cluster is not None else None,
+                          evictions=cluster.evictions if cluster is not None else None)
 
     def stop(self) -> None:
         if self._cluster is not None:

@@ -146,7 +146,8 @@ def test_extender_service_upgrade_keeps_the_generated_certificate(
     assert after == before
     assert core.read_namespaced_secret("svc-gpu-extender-webhook-tls",
                                        namespace).data == webhook_before
-    assert webhook_ca_bundles() == bundles_before == [webhook_before["ca.crt"]] * 2
+    # mutate, validate, and the node agent's evictions (the agent is on)
+    assert webhook_ca_bundles() == bundles_before == [webhook_before["ca.crt"]] * 3
     assert client.AppsV1Api(cluster.api_client()).read_namespaced_daemon_set(
         "svc-gpu-extender-agent", namespace).spec.template.spec.host_pid is True
     ca = core.read_namespaced_config_map("svc-gpu-extender-ca", namespace).data["ca.crt"]

@@ -269,7 +269,9 @@ def test_webhook_matches_the_plain_manifest_and_is_served_with_its_ca(
     for kind, path in (("MutatingWebhookConfiguration", "/mutate"),
                        ("ValidatingWebhookConfiguration", "/validate")):
         [config], [plain_config] = _of_kind(documents, kind), _of_kind(plain, kind)
-        [hook], [plain_hook] = config["webhooks"], plain_config["webhooks"]
+        main = f"{path[1:]}.gpu-extender.io"
+        [hook] = [h for h in config["webhooks"] if h["name"] == main]
+        [plain_hook] = [h for h in plain_config["webhooks"] if h["name"] == main]
         assert hook["name"] == plain_hook["name"]
         assert hook["clientConfig"]["service"]["path"] == path
         assert hook["clientConfig"]["service"]["port"] == 443
@@ -304,13 +306,32 @@ def test_webhook_matches_the_plain_manifest_and_is_served_with_its_ca(
     assert webhook["readinessProbe"]["httpGet"] == {"path": "/healthz", "port": "https",
                                                     "scheme": "HTTPS"}
     assert "--tls-cert-file=/etc/gpu-extender-tls/tls.crt" in webhook["args"]
-    # --watch-nodes (webhook.watchNodes, on by default): its own account reads nodes, nothing
-    # else, as the plain manifest's
+    # --watch-nodes (webhook.watchNodes, on by default): its own account reads nodes; with the
+    # agent, also the pod an agent's Eviction names (--agent-user), as the plain manifest's
     assert "--watch-nodes" in webhook["args"]
     pod_spec = _named(documents, "Deployment", "-webhook")["spec"]["template"]["spec"]
     role = _named(documents, "ClusterRole", "-webhook")
-    assert role["rules"] == _of_kind(plain, "ClusterRole")[0]["rules"] == [
-        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]}]
+    nodes = {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]}
+    pods = {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}
+    agent = next((d for d in documents if d["kind"] == "DaemonSet"), None)
+    [validating], [plain_validating] = (_of_kind(d, "ValidatingWebhookConfiguration")
+                                        for d in (documents, plain))
+    evictions = [h for h in validating["webhooks"] if h["name"].startswith("evictions.")]
+    if agent is None:
+        assert role["rules"] == [nodes] and evictions == []
+    else:
+        assert role["rules"] == _of_kind(plain, "ClusterRole")[0]["rules"] == [nodes, pods]
+        agent_account = agent["spec"]["template"]["spec"]["serviceAccountName"]
+        account = f"system:serviceaccount:{namespace}:{agent_account}"
+        assert f"--agent-user={account}" in webhook["args"]
+        [plain_evictions] = [h for h in plain_validating["webhooks"]
+                             if h["name"].startswith("evictions.")]
+        [hook] = evictions
+        for key in ("name", "rules", "sideEffects", "failurePolicy", "matchPolicy"):
+            assert hook[key] == plain_evictions[key], key
+        assert hook["failurePolicy"] == "Fail" and "namespaceSelector" not in hook
+        assert hook["matchConditions"] == [
+            {"name": "is-the-agent", "expression": f'request.userInfo.username == "{account}"'}]
     binding = _named(documents, "ClusterRoleBinding", "-webhook")
     assert binding["subjects"] == [{"kind": "ServiceAccount", "namespace": namespace,
                                     "name": pod_spec["serviceAccountName"]}]

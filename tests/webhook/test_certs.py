@@ -77,8 +77,13 @@ def test_cert_manager_manifest_matches_the_webhook_manifest() -> None:
             f"{certificate['metadata']['namespace']}/{certificate['metadata']['name']}"
         for entry in config["webhooks"]:
             assert entry["sideEffects"] == "None"
-            assert entry["failurePolicy"] == "Ignore"
             assert entry["timeoutSeconds"] <= 5
+            if entry["name"] == "evictions.gpu-extender.io":
+                # only the node agent's Evictions, from every namespace, failing closed
+                assert entry["failurePolicy"] == "Fail" and "namespaceSelector" not in entry
+                assert [c["name"] for c in entry["matchConditions"]] == ["is-the-agent"]
+                continue
+            assert entry["failurePolicy"] == "Ignore"
             excluded = entry["namespaceSelector"]["matchExpressions"][0]
             assert excluded["operator"] == "NotIn" and "kube-system" in excluded["values"]
 
