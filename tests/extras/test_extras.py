@@ -5,7 +5,8 @@ venv, runs that role's command, and lacks what other roles need.
 - ``[serve]``: the extender starts for real (offline) and answers /healthz, without pynvml,
   gRPC or protobuf;
 - ``[agent]``: one real agent pass on the documented fixture, without Flask or gunicorn;
-- ``[webhook]``: webhook-certs writes a certificate, the webhook starts and answers /healthz;
+- ``[webhook]``: webhook-certs writes a certificate, the webhook starts and answers /healthz
+  (with the kubernetes client, for its node watch and the agent's Evictions);
 - ``[sim]``: ``simulate --help``.
 
 Slow (a venv and an install per role, a few minutes in all): ``make check-extras`` runs it
@@ -139,7 +140,8 @@ def test_the_agent_runs_a_pass_without_flask_or_gunicorn(wheel: Path, tmp_path: 
 def test_the_webhook_starts_with_its_own_certificate(
         wheel: Path, tmp_path: Path, started: list[subprocess.Popen[bytes]]) -> None:
     bin_dir = install(wheel, tmp_path / "venv", "webhook")
-    assert not importable(bin_dir, "kubernetes") and not importable(bin_dir, "pynvml")
+    # kubernetes: the node watch (--watch-nodes) and the agent's Evictions (--agent-user)
+    assert importable(bin_dir, "kubernetes") and not importable(bin_dir, "pynvml")
     certs = run([str(bin_dir / "gpu-extender"), "webhook-certs", "--out-dir",
                  str(tmp_path / "tls"), "--ip", "127.0.0.1"])
     assert certs.returncode == 0, certs.stderr
