@@ -208,6 +208,8 @@ class PodAdmission:
         ops: list[patch.Operation] = []
         if config.scheduler_name.enabled:
             ops += patch.scheduler_name(spec, config.scheduler_name.name)
+        if config.runtime_class.enabled:
+            ops += patch.runtime_class(spec, config.runtime_class.name)
         wanted = self.mapping.for_request(request)
         ops += patch.node_affinity(spec, wanted.groups, self.mapping.partition_key)
         ops += patch.tolerations(spec, wanted.tolerations)

@@ -28,6 +28,15 @@ def scheduler_name(spec: Mapping[str, Any], name: str) -> list[Operation]:
              "value": name}]
 
 
+def runtime_class(spec: Mapping[str, Any], name: str) -> list[Operation]:
+    """``runtimeClassName: name`` where the pod names none; a pod's own class is never
+    overridden (a user who chose ``kata`` or ``nvidia-cdi`` meant it)."""
+    if spec.get("runtimeClassName"):
+        return []
+    return [{"op": "add" if "runtimeClassName" not in spec else "replace",
+             "path": "/spec/runtimeClassName", "value": name}]
+
+
 def _implied(expression: Expression, term: Mapping[str, Any],
              node_selector: Mapping[str, str], partition_key: str | None) -> bool:
     """Does the term (with the pod's nodeSelector) already require at least this much?

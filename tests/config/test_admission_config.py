@@ -47,8 +47,13 @@ def test_a_full_section_builds() -> None:
 
 
 @pytest.mark.parametrize(("admission", "expected"), [
-    P({"bogus": 1}, ["admission.bogus: unknown field; accepted: platformMapping, schedulerName, "
-                     "visibleDevices, warnings, workloads"], id="unknown key"),
+    P({"bogus": 1}, ["admission.bogus: unknown field; accepted: platformMapping, runtimeClass, "
+                     "schedulerName, visibleDevices, warnings, workloads"], id="unknown key"),
+    P({"runtimeClass": {"enabled": "yes", "name": "Nvidia_CDI", "handler": "nvidia"}},
+      ["admission.runtimeClass.handler: unknown field; accepted: enabled, name",
+       "admission.runtimeClass.enabled: must be true or false, got 'yes'",
+       "admission.runtimeClass.name: 'Nvidia_CDI' is not a RuntimeClass name (lower-case DNS "
+       "subdomain)"], id="runtime class"),
     P({"workloads": "block"}, ["admission.workloads: must be one of warn, refuse, off, got "
                                "'block'"], id="an unknown workloads mode"),
     P({"warnings": "yes"}, ["admission.warnings: must be true or false, got 'yes'"],

@@ -338,6 +338,20 @@ def test_webhook_matches_the_plain_manifest_and_is_served_with_its_ca(
     assert pod_spec["automountServiceAccountToken"] is True
 
 
+def test_the_runtime_class_switch_reaches_the_platform_config(helm: Helm) -> None:
+    documents = helm.documents(set_values=("webhook.enabled=true",
+                                           "platform.admission.runtimeClass.enabled=true"))
+    text = _named(documents, "ConfigMap", "-platform")["data"]["platform.yaml"]
+    config = load_config_text(text)
+    assert (config.admission.runtime_class.enabled, config.admission.runtime_class.name) == \
+        (True, "nvidia")
+    # a typo is refused by the chart's schema, before anything is rendered
+    with pytest.raises(HelmError) as refused:
+        helm.documents(set_values=("webhook.enabled=true",
+                                   "platform.admission.runtimeClass.enable=true"))
+    assert "enable" in str(refused.value)
+
+
 def test_webhook_without_watch_nodes_has_no_account_and_no_token(helm: Helm) -> None:
     documents = helm.documents(set_values=("webhook.enabled=true", "webhook.watchNodes=false"))
     pod_spec = _named(documents, "Deployment", "-webhook")["spec"]["template"]["spec"]

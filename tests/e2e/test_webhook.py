@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from kubernetes.client import ApiException
+from kubernetes.client import ApiException, NodeV1Api
 
 from localcluster import LocalCluster
 from localcluster.network import free_port
@@ -206,6 +206,31 @@ def test_watching_nodes_a_share_only_a_gke_pool_could_hold_is_refused_at_creatio
                                         labels={"gpu-extender.io/accelerator": "t4"}),
                              dry_run=True)
         assert created.spec.scheduler_name == "gpu-scheduler"
+    finally:
+        webhook.start(WEBHOOK_DATA / "gke.yaml")
+
+
+def test_the_runtime_class_switch_sets_nvidia_and_keeps_a_pods_own_class(
+        cluster: tuple[LocalCluster, Webhook]) -> None:
+    """The RuntimeClass admission plugin refuses a class that does not exist: both exist here,
+    as the GPU Operator creates ``nvidia``."""
+    local, webhook = cluster
+    node = NodeV1Api(local.api_client())
+    for name in ("nvidia", "kata"):
+        node.create_runtime_class({"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
+                                   "metadata": {"name": name}, "handler": name})
+    webhook.start(WEBHOOK_DATA / "runtime-class.yaml")
+    try:
+        create_pod(local, pod("runtime-t4", {"nvidia.com/gpu": "1"},
+                              labels={"gpu-extender.io/accelerator": "t4"}))
+        stored = local.api().read_namespaced_pod("runtime-t4", "default")
+        assert stored.spec.runtime_class_name == "nvidia"
+        assert wait_bound(local, "runtime-t4") == "gke-t4"
+        own = create_pod(local, pod("own-class", {"nvidia.com/gpu": "1"},
+                                    runtimeClassName="kata"), dry_run=True)
+        assert own.spec.runtime_class_name == "kata"
+        cpu = create_pod(local, pod("cpu-only", {"cpu": "1"}), dry_run=True)
+        assert cpu.spec.runtime_class_name is None
     finally:
         webhook.start(WEBHOOK_DATA / "gke.yaml")
 

@@ -43,6 +43,18 @@ class WithEnv:
         return pod
 
 
+class WithSpec:
+    """A builder whose pod spec gets ``fields``."""
+
+    def __init__(self, builder: Any, **fields: Any) -> None:
+        self._builder, self._fields = builder, fields
+
+    def obj(self) -> dict[str, Any]:
+        pod: dict[str, Any] = self._builder.obj()
+        pod["spec"].update(self._fields)
+        return pod
+
+
 def defaulted(builder: Any) -> dict[str, Any]:
     """The pod as the API server hands it to a mutating webhook: defaults applied."""
     pod: dict[str, Any] = builder.obj()
@@ -53,6 +65,9 @@ def defaulted(builder: Any) -> dict[str, Any]:
 GKE_WITH_A100_TOLERATION = admission(
     typeLabel="gke", gpuTypes=[{"name": "a100-80gb", "tolerations": [GPU_TOLERATION]}])
 GKE_ONLY = admission(typeLabel="gke")
+RUNTIME = PodAdmission(platform_with({"platformMapping": {"enabled": False},
+                                      "runtimeClass": {"enabled": True}}))
+RUNTIME_NVIDIA = {"op": "add", "path": "/spec/runtimeClassName", "value": "nvidia"}
 
 CASES = [
     P(GKE_WITH_A100_TOLERATION, make_pod("p").gpus(1).accelerator("a100-80gb"),
@@ -132,6 +147,17 @@ CASES = [
        {"op": "add", "path": "/spec/containers/0/env", "value": [ENV]},
        {"op": "add", "path": "/spec/containers/2/env/-", "value": ENV}],
       id="mapping off: env in every container that does not set it, init containers too"),
+    P(RUNTIME, make_pod("p").gpus(1), [SCHEDULER, RUNTIME_NVIDIA],
+      id="runtimeClass on: a whole-GPU pod gets runtimeClassName nvidia"),
+    P(RUNTIME, make_pod("p").gpu_memory("4Gi"),
+      [SCHEDULER, RUNTIME_NVIDIA, {"op": "add", "path": "/spec/containers/0/env",
+                                   "value": [ENV]}],
+      id="runtimeClass on: a share too, with its env"),
+    P(RUNTIME, WithSpec(make_pod("p").gpus(1), runtimeClassName="kata-nvidia"), [SCHEDULER],
+      id="runtimeClass on: a pod's own class is never overridden"),
+    P(GKE_ONLY, make_pod("p").gpus(1).accelerator("t4"),
+      [SCHEDULER, new_affinity(expr(GKE, "In", "nvidia-tesla-t4"), WHOLE)],
+      id="runtimeClass off (the default): no runtimeClassName"),
 ]
 
 
@@ -194,8 +220,9 @@ def test_flyte_partition_request_is_not_contradicted() -> None:
       id="invalid: left to /validate"),
 ])
 def test_pods_we_do_not_touch(pod: dict[str, Any], outcome: str) -> None:
-    answer = GKE_ONLY.mutate(review(pod))
-    assert (answer.allowed, answer.patch, answer.outcome) == (True, (), outcome)
+    for webhook in (GKE_ONLY, RUNTIME):  # a CPU pod never gets the GPU runtime class
+        answer = webhook.mutate(review(pod))
+        assert (answer.allowed, answer.patch, answer.outcome) == (True, (), outcome)
 
 
 def test_scheduler_name_is_left_alone_when_switched_off_or_already_custom() -> None:

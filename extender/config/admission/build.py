@@ -9,6 +9,7 @@ from extender.config.admission.types import (
     GpuTypeMapping,
     PartitionConfig,
     PlatformMappingConfig,
+    RuntimeClassConfig,
     SchedulerNameConfig,
     VisibleDevicesConfig,
 )
@@ -19,6 +20,7 @@ def build_admission(raw: dict[str, Any]) -> AdmissionConfig:
     mapping = raw["platformMapping"]
     partitions = mapping["partitions"]
     devices = raw["visibleDevices"]
+    runtime = raw["runtimeClass"]
     return AdmissionConfig(
         warnings=bool(raw["warnings"]),
         workloads=str(raw["workloads"]),
@@ -39,4 +41,6 @@ def build_admission(raw: dict[str, Any]) -> AdmissionConfig:
         visible_devices=VisibleDevicesConfig(enabled=bool(devices["enabled"]),
                                              env=str(devices["env"]),
                                              kinds=tuple(devices["kinds"])),
+        runtime_class=RuntimeClassConfig(enabled=bool(runtime["enabled"]),
+                                         name=str(runtime["name"])),
     )

@@ -20,6 +20,7 @@ def _defaults() -> dict[str, Any]:
         },
         "visibleDevices": {"enabled": True, "env": "NVIDIA_VISIBLE_DEVICES",
                            "kinds": list(SHARE_KINDS)},
+        "runtimeClass": {"enabled": False, "name": "nvidia"},
     }
 
 

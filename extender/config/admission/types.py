@@ -68,6 +68,15 @@ class VisibleDevicesConfig:
 
 
 @dataclass(frozen=True)
+class RuntimeClassConfig:
+    enabled: bool = False
+    """Set ``spec.runtimeClassName`` on GPU pods that name none (a pod's own value is never
+    overridden): GPU Operator clusters where ``nvidia`` is not the default runtime (before
+    25.10, docs/handoff.md). Off by default: on 26.3+ the ``nvidia`` class is gone."""
+    name: str = "nvidia"
+
+
+@dataclass(frozen=True)
 class AdmissionConfig:
     warnings: bool = True
     """Answer odd but valid GPU requests with warnings (kubectl prints them)."""
@@ -77,3 +86,4 @@ class AdmissionConfig:
     scheduler_name: SchedulerNameConfig = field(default_factory=SchedulerNameConfig)
     platform_mapping: PlatformMappingConfig = field(default_factory=PlatformMappingConfig)
     visible_devices: VisibleDevicesConfig = field(default_factory=VisibleDevicesConfig)
+    runtime_class: RuntimeClassConfig = field(default_factory=RuntimeClassConfig)

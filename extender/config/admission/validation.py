@@ -15,7 +15,8 @@ from extender.config.admission.types import SHARE_KINDS, WORKLOAD_MODES
 from extender.config.presets import LABEL_VALUE_RULE, PRESETS, is_label_value
 from extender.errors import join_accepted
 
-ADMISSION_KEYS = ("warnings", "workloads", "schedulerName", "platformMapping", "visibleDevices")
+ADMISSION_KEYS = ("warnings", "workloads", "schedulerName", "platformMapping", "visibleDevices",
+                  "runtimeClass")
 MAPPING_KEYS = ("enabled", "typeLabel", "gpuTypes", "partitions")
 GPU_TYPE_KEYS = ("name", "nodeSelector", "tolerations")
 TOLERATION_KEYS = ("key", "operator", "value", "effect", "tolerationSeconds")
@@ -27,6 +28,8 @@ _LABEL_KEY = re.compile(
     r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
 )
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+                            r"(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
 
 
@@ -54,16 +57,23 @@ def validate_admission(errors: Checks, admission: object, catalog: Catalog,
     if admission.get("workloads") not in WORKLOAD_MODES:
         errors.add("admission.workloads", f"must be one of {', '.join(WORKLOAD_MODES)}, got "
                    f"{admission.get('workloads')!r}")
-    scheduler = admission.get("schedulerName")
-    if errors.mapping("admission.schedulerName", scheduler):
-        assert isinstance(scheduler, dict)
-        errors.unknown_keys("admission.schedulerName", scheduler, ("enabled", "name"))
-        errors.boolean("admission.schedulerName.enabled", scheduler.get("enabled"))
-        errors.string("admission.schedulerName.name", scheduler.get("name"), _DNS_LABEL,
-                      "a scheduler profile name (lower-case DNS label)")
+    _validate_switch(errors, "admission.schedulerName", admission.get("schedulerName"),
+                     _DNS_LABEL, "a scheduler profile name (lower-case DNS label)")
     _validate_mapping(errors, admission.get("platformMapping"), catalog,
                       _custom_keys(node_labels))
     _validate_devices(errors, admission.get("visibleDevices"))
+    _validate_switch(errors, "admission.runtimeClass", admission.get("runtimeClass"),
+                     _DNS_SUBDOMAIN, "a RuntimeClass name (lower-case DNS subdomain)")
+
+
+def _validate_switch(errors: Checks, path: str, value: object, name: re.Pattern[str],
+                     what: str) -> None:
+    """A ``{enabled, name}`` section."""
+    if errors.mapping(path, value):
+        assert isinstance(value, dict)
+        errors.unknown_keys(path, value, ("enabled", "name"))
+        errors.boolean(f"{path}.enabled", value.get("enabled"))
+        errors.string(f"{path}.name", value.get("name"), name, what)
 
 
 def _custom_keys(node_labels: object) -> list[str]:
