@@ -36,7 +36,7 @@ class Answer:
     allowed: bool
     outcome: str
     """For metrics: not-a-pod, no-gpu, allowed, refused, forged, invalid, patched,
-    unchanged."""
+    unchanged, and ``eviction-<outcome>`` for the agent's Evictions (``evictions.py``)."""
     message: str = ""
     warnings: tuple[str, ...] = ()
     patch: tuple[patch.Operation, ...] = ()

@@ -1,6 +1,7 @@
 """The webhook under gunicorn, serving TLS.
 
-Unlike the extender, the webhook holds no state: any number of threads and replicas answer the
+Unlike the extender, the webhook holds no state of its own (its node watch, with
+``--watch-nodes``, is a cache of the API's): any number of threads and replicas answer the
 same. One worker process with threads (a review takes well under a millisecond of Python, so
 threads only cover slow clients), ``/metrics`` then counts every review of the process. The
 settings, the head-deadline worker (stalled TLS handshakes and request heads hold no thread:
