@@ -11,7 +11,7 @@ A command module has ``register(commands)`` (add its parser, ``set_defaults(run=
         platform = platform_or_exit(args.config)        # prints the ConfigError, exits 1
         configuration = kube_or_exit(args.kubeconfig)   # prints the KubeError, exits 1
         ...
-        wait_for_signal()                               # SIGTERM / SIGINT
+        return run_until_signal(service, listener)      # until SIGTERM / SIGINT
 
 ``CommandExit`` carries the exit code to ``extender.cli.main``, which returns it; nothing here
 calls ``sys.exit`` (tests call ``main`` and read the code).
@@ -23,7 +23,7 @@ import argparse
 import signal
 import sys
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from extender.errors import ConfigError, FieldError
 from extender.runtime.exits import EXIT_ERROR, EXIT_OK, EXIT_USAGE
@@ -162,3 +162,31 @@ def wait_for_signal(stop: threading.Event | None = None) -> int:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
     return received[0] if received else 0
+
+
+class Startable(Protocol):
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+def run_until_signal(service: Startable, listener: Startable | None = None, *,
+                     started: str = "") -> int:
+    """A long-running command's life: ``listener`` (its health/metrics/report routes) starts
+    first, so probes answer from the first moment, then ``service``; ``started`` is printed on
+    stderr; on SIGTERM/SIGINT the service stops, then the listener (also when the wait is
+    interrupted by an error). ``EXIT_OK``. Call it from the main thread."""
+    if listener is not None:
+        listener.start()
+    try:
+        service.start()
+        if started:
+            print(started, file=sys.stderr, flush=True)
+        try:
+            wait_for_signal()
+        finally:
+            service.stop()
+    finally:
+        if listener is not None:
+            listener.stop()
+    return EXIT_OK

@@ -24,7 +24,7 @@ from extender.runtime.command import (
     error,
     kube_or_exit,
     platform_or_exit,
-    wait_for_signal,
+    run_until_signal,
 )
 
 DEFAULT_PORT = 8890
@@ -117,13 +117,5 @@ def run_shadow(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise error(f"--host {args.host} --port {args.port}: cannot listen "
                     f"({exc.strerror})", EXIT_USAGE) from exc
-    server.start()
-    service.start()
-    print(f"shadow: report at http://{args.host}:{server.port}/report", file=sys.stderr,
-          flush=True)
-    try:
-        wait_for_signal()
-    finally:
-        service.stop()
-        server.stop()
-    return EXIT_OK
+    return run_until_signal(service, server,
+                            started=f"shadow: report at http://{args.host}:{server.port}/report")
