@@ -1,6 +1,7 @@
 """How the commands speak kubectl's language, in one place: the kube flags (``--kubeconfig``
 for every command that talks to a cluster, and ``--context`` for those run from a
-workstation), ``-o`` formats and writing the document, the terminal width (what-if, explain,
+workstation; the workstation commands' choice of source, the cluster, ``--url`` or
+``--cluster-file``), ``-o`` formats and writing the document, the terminal width (what-if, explain,
 inspect). Only argparse and YAML/JSON writers: importable from any command without loading
 the service.
 
@@ -39,6 +40,29 @@ def add_kube_flags(parser: argparse.ArgumentParser | argparse._ArgumentGroup, *,
                              "~/.kube/config)")
     parser.add_argument("--context", metavar="NAME",
                         help="the kubeconfig context to use (default: its current-context)")
+
+
+def add_source_flags(parser: argparse.ArgumentParser, *, url_help: str) -> None:
+    """Where a workstation command reads the cluster from, one source at a time
+    (``source_conflict`` checks): the kubeconfig's cluster (the default; ``--kubeconfig``,
+    ``--context``), a running extender (``--url``) or a dump (``--cluster-file``)."""
+    source = parser.add_argument_group("source (default: the cluster of the kubeconfig)")
+    add_kube_flags(source)
+    source.add_argument("--url", help=url_help)
+    source.add_argument("--cluster-file", metavar="FILE",
+                        help="a `kubectl get nodes,pods -A -o json` dump")
+
+
+def source_conflict(args: argparse.Namespace) -> str | None:
+    """The usage error when ``add_source_flags``' flags name more than one source, e.g.
+    "--url and --cluster-file: choose one source"; ``None`` when they do not."""
+    flags = [flag for flag, value in (("--url", args.url), ("--cluster-file", args.cluster_file),
+                                      ("--kubeconfig", args.kubeconfig),
+                                      ("--context", args.context)) if value]
+    sources = {"--context": "--kubeconfig"}
+    if len({sources.get(flag, flag) for flag in flags}) <= 1:
+        return None
+    return f"{' and '.join(flags)}: choose one source"
 
 
 def add_output_flag(parser: argparse.ArgumentParser, formats: Sequence[str],

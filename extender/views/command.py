@@ -15,6 +15,7 @@ import orjson
 
 from extender.errors import ConfigError, ExtenderError
 from extender.runtime.command import EXIT_OK, EXIT_USAGE, platform_or_exit
+from extender.runtime.kubectl import add_source_flags, source_conflict
 
 
 class SourceError(ExtenderError):
@@ -42,11 +43,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                     "(--url), a `kubectl get nodes,pods -A -o json` dump (--cluster-file), or "
                     "the cluster itself (default: $KUBECONFIG or --kubeconfig; read-only). "
                     "Exit 0 (shown), 1 (failure), 2 (usage).")
-    source = inspect.add_mutually_exclusive_group()
-    source.add_argument("--url", help="a running extender (serve), e.g. http://127.0.0.1:8888")
-    source.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig of the cluster")
-    source.add_argument("--cluster-file", metavar="FILE", help="a nodes+pods dump")
-    inspect.add_argument("--context", metavar="NAME", help="the kubeconfig context to use")
+    add_source_flags(inspect,
+                     url_help="a running extender (serve), e.g. http://127.0.0.1:8888")
     inspect.add_argument("--node", metavar="NAME", help="only this node")
     inspect.add_argument("-l", "--selector", metavar="SELECTOR",
                          help="only nodes with these labels (a=b,c!=d,e,!f; not with --url)")
@@ -78,6 +76,10 @@ def run_inspect(args: argparse.Namespace) -> int:
     from extender.views.inspect import render_inventory
     from extender.views.summary import SelectorError, keep_nodes, parse_selector, render_summary
 
+    conflict = source_conflict(args)
+    if conflict:
+        print(f"error: {conflict}", file=sys.stderr)
+        return EXIT_USAGE
     if args.url and args.selector:
         print("error: -l needs the nodes' labels: use the cluster or --cluster-file, not --url",
               file=sys.stderr)
@@ -161,7 +163,7 @@ def _dra_objects(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]]:
     from extender.apiserver.client import DRA_KINDS, ApiServerClient, load_configuration
     from extender.apiserver.errors import KubeError
 
-    api = ApiServerClient.from_configuration(load_configuration(args.kubeconfig))
+    api = ApiServerClient.from_configuration(load_configuration(args.kubeconfig, args.context))
     out: dict[str, list[dict[str, Any]]] = {}
     for kind in DRA_KINDS:
         try:
