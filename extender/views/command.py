@@ -4,11 +4,7 @@ kubectl plugin (``kubectl gpu inspect``, ``kubectl gpu catalog``)."""
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
-import urllib.error
-import urllib.parse
-import urllib.request
 from typing import Any
 
 import orjson
@@ -186,22 +182,11 @@ def _objects(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[dict[
 
 
 def _fetch(url: str, node: str | None) -> dict[str, Any]:
-    target = url.rstrip("/") + "/debug/inventory"
-    if node:
-        target += "?" + urllib.parse.urlencode({"node": node})
-    try:
-        with urllib.request.urlopen(target, timeout=30) as response:
-            document = orjson.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        detail = exc.read().decode(errors="replace")[:300]
-        if exc.code == 404 and node:
-            with contextlib.suppress(orjson.JSONDecodeError):
-                detail = str(orjson.loads(detail).get("Error", detail))
-        raise SourceError(f"--url {url}: {exc.code} {detail}") from exc
-    except (urllib.error.URLError, OSError) as exc:
-        raise SourceError(f"--url {url}: cannot reach the extender ({exc})") from exc
-    except orjson.JSONDecodeError as exc:
-        raise SourceError(f"--url {url}: /debug/inventory did not answer JSON ({exc})") from exc
+    from extender.runtime.fetch import DEBUG_OFF, fetch_json
+
+    document = fetch_json(url, "/debug/inventory", query={"node": node} if node else None,
+                          missing=DEBUG_OFF + "; without --url inspect reads the cluster "
+                                              "itself")
     if not isinstance(document, dict) or "nodes" not in document:
         raise SourceError(f"--url {url}: not a /debug/inventory document")
     return document
