@@ -10,7 +10,12 @@ from typing import Any
 import orjson
 
 from extender.errors import ConfigError, ExtenderError
-from extender.runtime.command import EXIT_OK, EXIT_USAGE, platform_or_exit
+from extender.runtime.command import (
+    EXIT_OK,
+    EXIT_USAGE,
+    configure_workstation_logging,
+    platform_or_exit,
+)
 from extender.runtime.kubectl import add_source_flags, source_conflict
 
 
@@ -71,6 +76,8 @@ def run_catalog(args: argparse.Namespace) -> int:
 def run_inspect(args: argparse.Namespace) -> int:
     from extender.views.inspect import render_inventory
     from extender.views.summary import SelectorError, keep_nodes, parse_selector, render_summary
+
+    configure_workstation_logging()
 
     conflict = source_conflict(args)
     if conflict:

@@ -12,7 +12,7 @@ import sys
 
 from extender.core.scoring.registry import strategy_names
 from extender.errors import ConfigError, ExtenderError
-from extender.runtime.command import EXIT_OK, error, fail
+from extender.runtime.command import EXIT_OK, configure_workstation_logging, error, fail
 from extender.runtime.kubectl import add_output_flag, emit, terminal_width
 
 FORMATS = ("table", "wide", "json", "yaml")
@@ -56,6 +56,8 @@ def run_what_if(args: argparse.Namespace) -> int:
     from extender.whatif.manifests import load_pod_manifests
     from extender.whatif.render import document, render
     from extender.whatif.replay import stderr_progress, what_if
+
+    configure_workstation_logging()
 
     try:
         config = load_whatif_config(args.config)

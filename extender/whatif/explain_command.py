@@ -8,7 +8,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from extender.errors import ConfigError, ExtenderError
-from extender.runtime.command import EXIT_ERROR, error, fail
+from extender.runtime.command import EXIT_ERROR, configure_workstation_logging, error, fail
 from extender.runtime.kubectl import add_output_flag, add_source_flags, emit, source_conflict
 
 if TYPE_CHECKING:
@@ -37,6 +37,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run_explain(args: argparse.Namespace) -> int:
     from extender.whatif.explain import local_report, remote_report, render_report
     from extender.whatif.inputs import load_whatif_config
+
+    configure_workstation_logging()
 
     namespace, _, name = str(args.pod).partition("/")
     if not namespace or not name or "/" in name:
