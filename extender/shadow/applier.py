@@ -23,11 +23,13 @@ MAX_REMEMBERED = 100_000
 
 
 class ShadowApplier(KubeViewApplier):
-    def __init__(self, platform: Platform, inventory: Inventory,
-                 on_record: Callable[[ShadowRecord], None]) -> None:
-        super().__init__(platform, inventory, ignored=ignored_resources())
-        self.judge: ShadowJudge | None = None
-        """Set by the owner once the verbs exist (they need this applier's inventory)."""
+    def __init__(self, platform: Platform, inventory: Inventory, judge: ShadowJudge,
+                 on_record: Callable[[ShadowRecord], None], *,
+                 on_placed: Callable[[PodInfo], None] | None = None) -> None:
+        """``judge`` works on the same ``inventory``; ``on_placed``: ``InventoryApplier``'s (the
+        scheduler's workload mix)."""
+        super().__init__(platform, inventory, ignored=ignored_resources(), on_placed=on_placed)
+        self._judge = judge
         self._on_record = on_record
         self._judged: set[str] = set()
         """UIDs already judged (one judgement per pod, not per watch event)."""
@@ -35,11 +37,11 @@ class ShadowApplier(KubeViewApplier):
     # -- pods (nodes, and the kube view of both: ``KubeViewApplier``'s) ----------------------
 
     def pod_event(self, event_type: str, pod: Mapping[str, Any]) -> None:
-        if event_type != DELETED and self.judge is not None:
+        if event_type != DELETED:
             info = self._platform.pods.decode(pod)
             if self._bound_by_another(info):
                 self._remember(info.key.uid)
-                self._on_record(self.judge.judge(pod, info, self.kube, self.infer_on))
+                self._on_record(self._judge.judge(pod, info, self.kube, self.infer_on))
         super().pod_event(event_type, pod)  # counted after: judged as before its bind
 
     def replace_pods(self, pods: Iterable[Mapping[str, Any]]) -> dict[str, int]:

@@ -10,21 +10,24 @@ scheduler saw the cluster) does its work first, then calls ``super().pod_event``
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from extender.inventory.store import Inventory
 from extender.kube.filters.nodes import KubeNodes
+from extender.model import PodInfo
 from extender.platform import Platform
 from extender.sync.apply import DELETED, InventoryApplier
 
 
 class KubeViewApplier(InventoryApplier):
     def __init__(self, platform: Platform, inventory: Inventory, *,
-                 ignored: Iterable[str]) -> None:
+                 ignored: Iterable[str],
+                 on_placed: Callable[[PodInfo], None] | None = None) -> None:
         """``ignored``: the extended resources ``NodeResourcesFit`` skips
-        (``scheduling.verdict.ignored_resources()`` under the shipped configs)."""
-        super().__init__(platform, inventory)
+        (``scheduling.verdict.ignored_resources()`` under the shipped configs); ``on_placed``:
+        ``InventoryApplier``'s."""
+        super().__init__(platform, inventory, on_placed=on_placed)
         self.kube = KubeNodes(ignored=ignored)
         """Nodes and bound pods as kube-scheduler's filters read them."""
 
