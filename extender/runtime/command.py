@@ -165,7 +165,11 @@ def kube_or_exit(kubeconfig: str | None) -> Any:
     $KUBECONFIG), or the ``KubeError`` printed and ``CommandExit(EXIT_ERROR)``."""
     from extender.apiserver.client import load_configuration
     from extender.apiserver.errors import KubeError
+    from extender.runtime.kubectl import kube_flags_problem
 
+    problem = kube_flags_problem(kubeconfig, None)
+    if problem:
+        raise fail(f"error: {problem}")
     try:
         return load_configuration(kubeconfig)
     except KubeError as exc:

@@ -12,6 +12,7 @@ signals) is ``runtime.command``'s job; the exit codes are ``runtime.exits``' (do
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 from collections.abc import Callable, Sequence
@@ -63,6 +64,35 @@ def source_conflict(args: argparse.Namespace) -> str | None:
     if len({sources.get(flag, flag) for flag in flags}) <= 1:
         return None
     return f"{' and '.join(flags)}: choose one source"
+
+
+def kube_flags_problem(kubeconfig: str | None, context: str | None) -> str | None:
+    """What is wrong with ``--kubeconfig`` / ``--context``, checked before the client reads
+    them (its own message names neither the flag nor the file): a kubeconfig that cannot be
+    read, a context that none of the kubeconfig files has. ``None``: nothing seen wrong."""
+    if kubeconfig:
+        try:
+            Path(kubeconfig).read_bytes()
+        except OSError as exc:
+            return f"--kubeconfig {kubeconfig}: cannot read ({exc.strerror})"
+    if context is None:
+        return None
+    files = [kubeconfig] if kubeconfig else [
+        f for f in os.environ.get("KUBECONFIG", "").split(os.pathsep) if f] or [
+        str(Path.home() / ".kube" / "config")]
+    names: list[str] = []
+    for file in files:
+        try:
+            document = yaml.safe_load(Path(file).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            continue  # the client reports an unreadable file its own way
+        if isinstance(document, dict) and isinstance(document.get("contexts"), list):
+            names += [str(c["name"]) for c in document["contexts"]
+                      if isinstance(c, dict) and "name" in c]
+    if context in names:
+        return None
+    return (f"--context {context!r}: no such context in {', '.join(files)} (contexts: "
+            f"{', '.join(sorted(names)) or 'none'})")
 
 
 def add_output_flag(parser: argparse.ArgumentParser, formats: Sequence[str],

@@ -163,10 +163,10 @@ def _dra_objects(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]]:
     the API server has no ``resource.k8s.io/v1`` (or we may not read it)."""
     if args.cluster_file:
         return {}
-    from extender.apiserver.client import DRA_KINDS, ApiServerClient, load_configuration
+    from extender.apiserver.client import DRA_KINDS
     from extender.apiserver.errors import KubeError
 
-    api = ApiServerClient.from_configuration(load_configuration(args.kubeconfig, args.context))
+    api = _api(args)
     out: dict[str, list[dict[str, Any]]] = {}
     for kind in DRA_KINDS:
         try:
@@ -182,10 +182,20 @@ def _objects(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[dict[
 
         objects = load_cluster_file(args.cluster_file)
         return objects.nodes, objects.pods
-    from extender.apiserver.client import ApiServerClient, load_configuration
-
-    api = ApiServerClient.from_configuration(load_configuration(args.kubeconfig, args.context))
+    api = _api(args)
     return api.list_objects("nodes").items, api.list_objects("pods").items
+
+
+def _api(args: argparse.Namespace) -> Any:
+    """The cluster's client (``--kubeconfig``, ``--context``); ``SourceError`` naming the flag
+    when one of them is wrong."""
+    from extender.apiserver.client import ApiServerClient, load_configuration
+    from extender.runtime.kubectl import kube_flags_problem
+
+    problem = kube_flags_problem(args.kubeconfig, args.context)
+    if problem:
+        raise SourceError(problem)
+    return ApiServerClient.from_configuration(load_configuration(args.kubeconfig, args.context))
 
 
 def _fetch(url: str, node: str | None) -> dict[str, Any]:

@@ -68,7 +68,12 @@ def _cluster(args: argparse.Namespace) -> tuple[ClusterObjects, str]:
     if args.cluster_file:
         return load_cluster_file(args.cluster_file), f"the dump {args.cluster_file}"
     from extender.apiserver.client import ApiServerClient, load_configuration
+    from extender.runtime.kubectl import kube_flags_problem
+    from extender.whatif.explain import ExplainError
 
+    problem = kube_flags_problem(args.kubeconfig, args.context)
+    if problem:
+        raise ExplainError(problem)
     api = ApiServerClient.from_configuration(load_configuration(args.kubeconfig, args.context))
     nodes, pods = api.list_objects("nodes").items, api.list_objects("pods").items
     where = f"context {args.context}" if args.context else "the kubeconfig's cluster"
