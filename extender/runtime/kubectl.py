@@ -1,7 +1,7 @@
 """How the commands speak kubectl's language, in one place: the kube flags (``--kubeconfig``
 for every command that talks to a cluster, and ``--context`` for those run from a
 workstation; the workstation commands' choice of source, the cluster, ``--url`` or
-``--cluster-file``), ``-o`` formats and writing the document, the terminal width (what-if, explain,
+``--cluster-file``, and what is wrong with the one chosen), ``-o`` formats and writing the document, the terminal width (what-if, explain,
 inspect). Only argparse and YAML/JSON writers: importable from any command without loading
 the service.
 
@@ -17,12 +17,15 @@ import shutil
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import yaml
 
-from extender.runtime.exits import EXIT_ERROR, EXIT_OK
+from extender.runtime.exits import EXIT_ERROR, EXIT_OK, EXIT_USAGE
+
+if TYPE_CHECKING:
+    from extender.sync.offline import ClusterObjects
 
 MIN_WIDTH, DEFAULT_WIDTH = 60, 100
 
@@ -93,6 +96,18 @@ def kube_flags_problem(kubeconfig: str | None, context: str | None) -> str | Non
         return None
     return (f"--context {context!r}: no such context in {', '.join(files)} (contexts: "
             f"{', '.join(sorted(names)) or 'none'})")
+
+
+def read_cluster_file(path: str) -> ClusterObjects:
+    """``--cluster-file``'s dump, or "error: --cluster-file PATH: ..." on stderr and a usage
+    exit (2: an input file that cannot be used, docs/cli.md)."""
+    from extender.runtime.command import error
+    from extender.sync.offline import ClusterFileError, load_cluster_file
+
+    try:
+        return load_cluster_file(path)
+    except ClusterFileError as exc:
+        raise error(f"--cluster-file {exc}", EXIT_USAGE) from exc
 
 
 def add_output_flag(parser: argparse.ArgumentParser, formats: Sequence[str],

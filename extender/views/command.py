@@ -178,9 +178,9 @@ def _dra_objects(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]]:
 
 def _objects(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     if args.cluster_file:
-        from extender.sync.offline import load_cluster_file
+        from extender.runtime.kubectl import read_cluster_file
 
-        objects = load_cluster_file(args.cluster_file)
+        objects = read_cluster_file(args.cluster_file)
         return objects.nodes, objects.pods
     api = _api(args)
     return api.list_objects("nodes").items, api.list_objects("pods").items

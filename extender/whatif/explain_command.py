@@ -63,10 +63,11 @@ def run_explain(args: argparse.Namespace) -> int:
 
 
 def _cluster(args: argparse.Namespace) -> tuple[ClusterObjects, str]:
-    from extender.sync.offline import ClusterObjects, load_cluster_file
+    from extender.runtime.kubectl import read_cluster_file
+    from extender.sync.offline import ClusterObjects
 
     if args.cluster_file:
-        return load_cluster_file(args.cluster_file), f"the dump {args.cluster_file}"
+        return read_cluster_file(args.cluster_file), f"the dump {args.cluster_file}"
     from extender.apiserver.client import ApiServerClient, load_configuration
     from extender.runtime.kubectl import kube_flags_problem
     from extender.whatif.explain import ExplainError

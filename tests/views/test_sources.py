@@ -38,3 +38,14 @@ def test_kubeconfig_and_context_are_one_source(command: list[str], tmp_path: Pat
     assert main([*command, "--kubeconfig", str(missing), "--context", "c1"]) == 1
     err = capsys.readouterr().err
     assert err == f"error: --kubeconfig {missing}: cannot read (No such file or directory)\n"
+
+
+@pytest.mark.parametrize("command", [P(["inspect"], id="inspect"),
+                                     P(["explain", "ml/trainer-0"], id="explain"),
+                                     P(["what-if", "--pods", CLUSTER], id="what-if")])
+def test_an_unreadable_cluster_file_is_a_usage_error_naming_the_flag(
+        command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "missing.json"
+    assert main([*command, "--cluster-file", str(missing)]) == 2  # docs/cli.md: an input file
+    assert capsys.readouterr().err == (f"error: --cluster-file {missing}: cannot read (No such "
+                                       "file or directory)\n")
