@@ -1,9 +1,9 @@
 """How the commands speak kubectl's language, in one place: the kube flags (``--kubeconfig``
 for every command that talks to a cluster, and ``--context`` for those run from a
 workstation; the workstation commands' choice of source, the cluster, ``--url`` or
-``--cluster-file``, and what is wrong with the one chosen), ``-o`` formats and writing the document, the terminal width (what-if, explain,
-inspect). Only argparse and YAML/JSON writers: importable from any command without loading
-the service.
+``--cluster-file``, and what is wrong with the one chosen), ``-o`` formats and writing the
+document, the terminal width (what-if, explain, inspect). Only argparse and YAML/JSON writers
+at import (the rest lazily): importable from any command without loading the service.
 
 How a command starts, fails and exits (the exit codes, ``fail``/``error``, config-or-exit,
 signals) is ``runtime.command``'s job; the exit codes are ``runtime.exits``' (docs/cli.md).
@@ -111,10 +111,15 @@ def read_cluster_file(path: str) -> ClusterObjects:
 
 
 def add_output_flag(parser: argparse.ArgumentParser, formats: Sequence[str],
-                    default: str) -> None:
+                    default: str, *, long_format: bool = False) -> None:
+    """``-o FORMAT`` (``args.format``). ``long_format``: ``--output FORMAT`` is accepted too,
+    unlisted (``inspect`` and ``catalog`` took it before; elsewhere ``--output`` is a file)."""
     parser.add_argument("-o", dest="format", choices=tuple(formats), default=default,
                         metavar="FORMAT",
                         help=f"output format: {'|'.join(formats)} (default {default})")
+    if long_format:
+        parser.add_argument("--output", dest="format", choices=tuple(formats),
+                            help=argparse.SUPPRESS)
 
 
 def terminal_width() -> int:

@@ -16,7 +16,7 @@ from extender.runtime.command import (
     configure_workstation_logging,
     platform_or_exit,
 )
-from extender.runtime.kubectl import add_source_flags, source_conflict
+from extender.runtime.kubectl import add_output_flag, add_source_flags, source_conflict
 
 
 class SourceError(ExtenderError):
@@ -32,7 +32,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     catalog.add_argument("--type", metavar="NAME",
                          help="only the types this id, family or alias names (e.g. a100)")
     catalog.add_argument("--config", metavar="FILE", help="platform config YAML")
-    catalog.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
+    add_output_flag(catalog, ("text", "json", "yaml"), "text", long_format=True)
     catalog.set_defaults(run=run_catalog)
 
     inspect = commands.add_parser(
@@ -55,8 +55,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                          help="per GPU: memory, replicas, MIG profiles, health, pods")
     inspect.add_argument("--config", metavar="FILE",
                          help="platform config YAML (not used with --url)")
-    inspect.add_argument("-o", "--output", choices=("text", "wide", "json", "yaml"),
-                         default="text")
+    add_output_flag(inspect, ("text", "wide", "json", "yaml"), "text", long_format=True)
     inspect.set_defaults(run=run_inspect)
 
 
@@ -69,7 +68,7 @@ def run_catalog(args: argparse.Namespace) -> int:
     except LookupError as exc:
         print(f"error: {exc.args[0]}", file=sys.stderr)
         return EXIT_USAGE
-    _emit(document, args.output, render_catalog)
+    _emit(document, args.format, render_catalog)
     return EXIT_OK
 
 
@@ -106,10 +105,10 @@ def run_inspect(args: argparse.Namespace) -> int:
         return 1
     report = keep_nodes(report, requirements=requirements, types=types)
     if args.details:
-        _emit(report, args.output, render_inventory)
+        _emit(report, args.format, render_inventory)
     else:
-        _emit(report, args.output,
-              lambda r: render_summary(r, wide=args.output == "wide"))
+        _emit(report, args.format,
+              lambda r: render_summary(r, wide=args.format == "wide"))
     return 0
 
 

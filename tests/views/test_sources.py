@@ -49,3 +49,13 @@ def test_an_unreadable_cluster_file_is_a_usage_error_naming_the_flag(
     assert main([*command, "--cluster-file", str(missing)]) == 2  # docs/cli.md: an input file
     assert capsys.readouterr().err == (f"error: --cluster-file {missing}: cannot read (No such "
                                        "file or directory)\n")
+
+
+@pytest.mark.parametrize("command", [P(["catalog"], id="catalog"),
+                                     P(["inspect", "--cluster-file", CLUSTER], id="inspect")])
+def test_o_is_the_format_and_the_old_output_spelling_still_works(
+        command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*command, "-o", "json"]) == 0
+    short = capsys.readouterr().out
+    assert main([*command, "--output", "json"]) == 0
+    assert capsys.readouterr().out == short and short.startswith("{")
