@@ -142,8 +142,9 @@ def _inventory_from(args: argparse.Namespace) -> dict[str, Any]:
     from extender.views.summary import annotate
 
     platform = load_platform(args.config)
-    nodes, pods = _objects(args)
-    dra = _dra_objects(args)
+    api = None if args.cluster_file else _api(args)
+    nodes, pods = _objects(args, api)
+    dra = {} if api is None else _dra_objects(api)
     inventory = Inventory(platform.catalog)
     applier = InventoryApplier(platform, inventory, dra=DraState(platform.catalog))
     assert applier.dra is not None
@@ -157,15 +158,12 @@ def _inventory_from(args: argparse.Namespace) -> dict[str, Any]:
     return annotate(inventory_report(inventory, args.node), nodes)
 
 
-def _dra_objects(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]]:
-    """The DRA objects of a live cluster (docs/dra.md); none from a cluster file, or where
-    the API server has no ``resource.k8s.io/v1`` (or we may not read it)."""
-    if args.cluster_file:
-        return {}
+def _dra_objects(api: Any) -> dict[str, list[dict[str, Any]]]:
+    """The DRA objects of a live cluster (docs/dra.md); none where the API server has no
+    ``resource.k8s.io/v1`` (or we may not read it)."""
     from extender.apiserver.client import DRA_KINDS
     from extender.apiserver.errors import KubeError
 
-    api = _api(args)
     out: dict[str, list[dict[str, Any]]] = {}
     for kind in DRA_KINDS:
         try:
@@ -175,13 +173,14 @@ def _dra_objects(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-def _objects(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    if args.cluster_file:
+def _objects(args: argparse.Namespace, api: Any
+             ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Nodes and pods of the cluster file, else of the cluster (``api``)."""
+    if api is None:
         from extender.runtime.kubectl import read_cluster_file
 
         objects = read_cluster_file(args.cluster_file)
         return objects.nodes, objects.pods
-    api = _api(args)
     return api.list_objects("nodes").items, api.list_objects("pods").items
 
 
