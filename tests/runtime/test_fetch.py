@@ -10,7 +10,7 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from werkzeug.serving import make_server
+from werkzeug.serving import WSGIRequestHandler, make_server
 
 from extender.cli import main
 from extender.runtime.listener import SideListener, always_ok, health_route
@@ -21,9 +21,15 @@ from tests.server.test_serve_offline import free_port
 P = pytest.param
 
 
+class _Quiet(WSGIRequestHandler):
+    def log_request(self, *args: object, **kwargs: object) -> None:
+        return  # no access log through whatever logging an earlier test configured
+
+
 @contextlib.contextmanager
 def _serve(app: object) -> Iterator[str]:
-    httpd = make_server("127.0.0.1", 0, app, threaded=True)  # type: ignore[arg-type]
+    httpd = make_server("127.0.0.1", 0, app, threaded=True,  # type: ignore[arg-type]
+                        request_handler=_Quiet)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     try:
