@@ -81,10 +81,11 @@ EVERY = "*"
 check command lines, docs)."""
 
 
-def build_parser(command: str | None = EVERY) -> argparse.ArgumentParser:
+def build_parser(command: str | None = EVERY, *, prog: str = PROG) -> argparse.ArgumentParser:
     """The parser with ``command``'s flags (its module imported), and every other command
-    listed by name and help only; ``None``: the list alone (``--help``)."""
-    parser = argparse.ArgumentParser(prog=PROG, description=DESCRIPTION)
+    listed by name and help only; ``None``: the list alone (``--help``). ``prog``: the name
+    usage lines start with (``kubectl gpu`` for the plugin)."""
+    parser = argparse.ArgumentParser(prog=prog, description=DESCRIPTION)
     from extender import __version__
 
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
@@ -99,11 +100,11 @@ def build_parser(command: str | None = EVERY) -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, prog: str = PROG) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     command = _command_name(args_list)
     try:
-        parser = build_parser(command)
+        parser = build_parser(command, prog=prog)
         args = parser.parse_args(args_list)
         code: int = args.run(args)
     except CommandExit as exc:
@@ -137,7 +138,7 @@ def kubectl_main(argv: Sequence[str] | None = None) -> int:
         print("usage: kubectl gpu {inspect,catalog,explain} [options]  (kubectl gpu inspect -h)",
               file=sys.stderr)
         return EXIT_USAGE if args and args[0] not in ("-h", "--help") else 0
-    return main(args)
+    return main(args, prog="kubectl gpu")
 
 
 def kubectl_entry() -> None:  # pragma: no cover (console script)

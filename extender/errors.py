@@ -112,6 +112,20 @@ def did_you_mean(value: object, candidates: Iterable[str]) -> str:
     return f"; did you mean {by_folded[close[0]]!r}?" if close else ""
 
 
+def yaml_problem(exc: Exception) -> str:
+    """A YAML parse error as "line 3, column 7: mapping values are not allowed here (while
+    parsing a block mapping)": PyYAML's own text names the stream ``"<unicode string>"``
+    instead of the file, which the caller names. Reads only the error's attributes (no YAML
+    import here)."""
+    problem = getattr(exc, "problem", None)
+    mark = getattr(exc, "problem_mark", None)
+    if not problem or mark is None:
+        return str(exc)
+    context = getattr(exc, "context", None)
+    return (f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
+            + (f" ({context})" if context else ""))
+
+
 def join_accepted(values: Iterable[str], limit: int = 40) -> str:
     """Format a list of accepted values for an error message, shortened when long."""
     items = sorted(set(values))

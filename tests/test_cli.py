@@ -145,3 +145,18 @@ def test_python_dash_m_extender_runs_the_same_command() -> None:
                             capture_output=True, text=True, timeout=60, check=False, cwd=ROOT)
     assert result.returncode == 0, result.stderr
     assert ": OK" in result.stdout
+
+
+@pytest.mark.parametrize(("argv", "usage"), [
+    P(["inspect", "-h"], "usage: kubectl gpu inspect ", id="inspect"),
+    P(["catalog", "-h"], "usage: kubectl gpu catalog ", id="catalog"),
+    P(["explain", "-h"], "usage: kubectl gpu explain ", id="explain"),
+])
+def test_the_kubectl_plugin_names_itself_in_usage(argv: list[str], usage: str,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from extender.cli import kubectl_main
+
+    with pytest.raises(SystemExit) as exited:  # argparse's -h
+        kubectl_main(argv)
+    assert exited.value.code == 0
+    assert capsys.readouterr().out.startswith(usage)

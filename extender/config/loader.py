@@ -29,7 +29,7 @@ from extender.config.types import (
     ServiceConfig,
 )
 from extender.config.validation import StrategyCatalogue, validate_config
-from extender.errors import ConfigError, FieldError
+from extender.errors import ConfigError, FieldError, yaml_problem
 
 
 def parse_yaml(text: str, source: str) -> dict[str, Any]:
@@ -37,7 +37,8 @@ def parse_yaml(text: str, source: str) -> dict[str, Any]:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError([FieldError("(file)", f"not valid YAML: {exc}")], source) from exc
+        raise ConfigError([FieldError("(file)", f"not valid YAML: {yaml_problem(exc)}")],
+                          source) from exc
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -102,7 +102,7 @@ class Weight:
     high: float
     """Largest accepted value (inclusive; ``math.inf``: unbounded)."""
     doc: str
-    """What the weight does, for error messages and ``gpu-extender strategies``."""
+    """What the weight does, for error messages."""
     flag: bool = False
     """An on/off switch: only 0 and 1 are accepted."""
 

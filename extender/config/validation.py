@@ -389,7 +389,8 @@ def _validate_scoring(errors: _Errors, scoring: object, strategies: StrategyCata
         weight = declared.get(key)
         if weight is None:
             accepted = join_accepted(declared) if declared else "none (it reads no weights)"
-            errors.add(path, f"strategy {strategy!r} has no weight {key!r}; accepted: {accepted}")
+            errors.add(path, f"strategy {strategy!r} has no weight {key!r}; accepted weights: "
+                             f"{accepted}")
         else:
             _check_weight(errors, path, value, weight)
 

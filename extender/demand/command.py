@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import sys
 from typing import Any
 
 import orjson
@@ -33,7 +32,7 @@ from extender.runtime.command import (
     kube_or_exit,
     platform_or_exit,
     positive_seconds,
-    wait_for_signal,
+    run_until_signal,
 )
 
 DEFAULT_PORT = 8893
@@ -217,13 +216,5 @@ def run_loop(service: Any, args: argparse.Namespace) -> int:
     except OSError as exc:
         raise fail(f"error: {flag} {args.monitoring_address}: cannot listen "
                    f"({exc.strerror})", EXIT_USAGE) from exc
-    listener.start()
-    service.start()
-    print(f"demand: metrics at http://{host}:{listener.port}/metrics", file=sys.stderr,
-          flush=True)
-    try:
-        wait_for_signal()
-    finally:
-        service.stop()
-        listener.stop()
-    return EXIT_OK
+    return run_until_signal(service, listener,
+                            started=f"demand: metrics at http://{host}:{listener.port}/metrics")

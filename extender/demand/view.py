@@ -1,6 +1,7 @@
 """The controller's view of the cluster: the extender's own inventory (same decode, same
-holdings), kube-scheduler's filters' view of nodes and bound pods (``KubeNodes``, as the shadow
-keeps it), and which pods exist and whether they are bound.
+holdings), kube-scheduler's filters' view of nodes and bound pods (``KubeNodes``, kept by
+``sync.kube_view.KubeViewApplier`` as for the shadow), and which pods exist and whether they
+are bound.
 
 Demand objects of our own (utility pods, label ``gpu-extender.io/demand``) are kept apart and
 never counted: a bound utility pod holds the GPU of a new node only until the controller
@@ -21,10 +22,10 @@ from typing import Any
 from extender.demand.labels import is_demand
 from extender.inventory.store import Inventory
 from extender.kube import objects
-from extender.kube.filters.nodes import KubeNodes
 from extender.platform import Platform
 from extender.scheduling.verdict import ignored_resources
-from extender.sync.apply import DELETED, InventoryApplier
+from extender.sync.apply import DELETED
+from extender.sync.kube_view import KubeViewApplier
 
 
 @dataclass(frozen=True)
@@ -39,10 +40,9 @@ class PodsState:
     """Our own utility pods."""
 
 
-class DemandView(InventoryApplier):
+class DemandView(KubeViewApplier):
     def __init__(self, platform: Platform, inventory: Inventory) -> None:
-        super().__init__(platform, inventory)
-        self.kube = KubeNodes(ignored=ignored_resources())
+        super().__init__(platform, inventory, ignored=ignored_resources())
         self._pods_lock = threading.Lock()
         self._pods: dict[str, Mapping[str, Any]] = {}
         """``namespace/name`` -> the latest object of every non-demand pod."""
@@ -51,18 +51,7 @@ class DemandView(InventoryApplier):
         """Set when a utility pod of ours is seen bound: the loop deletes it without waiting
         for its next round."""
 
-    # -- nodes -----------------------------------------------------------------------------
-
-    def node_event(self, event_type: str, node: Mapping[str, Any]) -> None:
-        self.kube.node_event(event_type == DELETED, node)
-        super().node_event(event_type, node)
-
-    def replace_nodes(self, nodes: Iterable[Mapping[str, Any]]) -> dict[str, int]:
-        nodes = list(nodes)
-        self.kube.replace_nodes(nodes)
-        return super().replace_nodes(nodes)
-
-    # -- pods ------------------------------------------------------------------------------
+    # -- pods (nodes: ``KubeViewApplier``'s) -----------------------------------------------
 
     def pod_event(self, event_type: str, pod: Mapping[str, Any]) -> None:
         key = str(objects.pod_key(pod))
@@ -77,7 +66,6 @@ class DemandView(InventoryApplier):
             if not deleted and objects.node_name(pod):
                 self.utility_bound.set()
             return
-        self.kube.pod_event(deleted, pod)
         super().pod_event(event_type, pod)
 
     def replace_pods(self, pods: Iterable[Mapping[str, Any]]) -> dict[str, int]:
@@ -87,8 +75,7 @@ class DemandView(InventoryApplier):
             (ours if is_demand(pod) else theirs)[str(objects.pod_key(pod))] = pod
         with self._pods_lock:
             self._pods, self._utility = theirs, ours
-        self.kube.replace_pods(list(theirs.values()))
-        return super().replace_pods(list(theirs.values()))
+        return super().replace_pods(theirs.values())
 
     def state(self) -> PodsState:
         with self._pods_lock:

@@ -11,7 +11,7 @@ A command module has ``register(commands)`` (add its parser, ``set_defaults(run=
         platform = platform_or_exit(args.config)        # prints the ConfigError, exits 1
         configuration = kube_or_exit(args.kubeconfig)   # prints the KubeError, exits 1
         ...
-        wait_for_signal()                               # SIGTERM / SIGINT
+        return run_until_signal(service, listener)      # until SIGTERM / SIGINT
 
 ``CommandExit`` carries the exit code to ``extender.cli.main``, which returns it; nothing here
 calls ``sys.exit`` (tests call ``main`` and read the code).
@@ -20,10 +20,11 @@ calls ``sys.exit`` (tests call ``main`` and read the code).
 from __future__ import annotations
 
 import argparse
+import logging
 import signal
 import sys
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from extender.errors import ConfigError, FieldError
 from extender.runtime.exits import EXIT_ERROR, EXIT_OK, EXIT_USAGE
@@ -121,6 +122,33 @@ def configure_logging(args: argparse.Namespace) -> None:
     logs.configure(getattr(args, "log_level", "info"), getattr(args, "log_format", "json"))
 
 
+class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to ``sys.stderr`` as it is when a record comes (tests swap it per test)."""
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: Any) -> None:
+        pass
+
+
+def configure_workstation_logging() -> None:
+    """The workstation commands (inspect, explain, what-if): the ``extender`` loggers' warnings
+    and errors as text with their fields (``... not counted pod=ml/b node=t4-0``) on stderr,
+    beside the command's own output (without it Python prints a bare message that names no
+    pod or node). Levels are left alone; a second call adds nothing."""
+    from extender.runtime.logs import TextFormatter
+
+    logger = logging.getLogger("extender")
+    if not any(isinstance(h, _Stderr) for h in logger.handlers):
+        handler = _Stderr()
+        handler.setLevel(logging.WARNING)
+        handler.setFormatter(TextFormatter())
+        logger.addHandler(handler)
+
+
 def platform_or_exit(path: str | None) -> Platform:
     """The platform config at ``path`` (the shipped defaults for ``None``), or its
     ``ConfigError`` printed and ``CommandExit(EXIT_ERROR)``."""
@@ -137,7 +165,11 @@ def kube_or_exit(kubeconfig: str | None) -> Any:
     $KUBECONFIG), or the ``KubeError`` printed and ``CommandExit(EXIT_ERROR)``."""
     from extender.apiserver.client import load_configuration
     from extender.apiserver.errors import KubeError
+    from extender.runtime.kubectl import kube_flags_problem
 
+    problem = kube_flags_problem(kubeconfig, None)
+    if problem:
+        raise fail(f"error: {problem}")
     try:
         return load_configuration(kubeconfig)
     except KubeError as exc:
@@ -162,3 +194,31 @@ def wait_for_signal(stop: threading.Event | None = None) -> int:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
     return received[0] if received else 0
+
+
+class Startable(Protocol):
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+def run_until_signal(service: Startable, listener: Startable | None = None, *,
+                     started: str = "") -> int:
+    """A long-running command's life: ``listener`` (its health/metrics/report routes) starts
+    first, so probes answer from the first moment, then ``service``; ``started`` is printed on
+    stderr; on SIGTERM/SIGINT the service stops, then the listener (also when the wait is
+    interrupted by an error). ``EXIT_OK``. Call it from the main thread."""
+    if listener is not None:
+        listener.start()
+    try:
+        service.start()
+        if started:
+            print(started, file=sys.stderr, flush=True)
+        try:
+            wait_for_signal()
+        finally:
+            service.stop()
+    finally:
+        if listener is not None:
+            listener.stop()
+    return EXIT_OK

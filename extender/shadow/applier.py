@@ -11,50 +11,38 @@ from extender.core.request import PlacementRequest
 from extender.inventory.snapshot import ClusterSnapshot
 from extender.inventory.store import Inventory
 from extender.kube import objects
-from extender.kube.filters.nodes import KubeNodes
 from extender.model import PodInfo
 from extender.platform import Platform
 from extender.scheduling.verdict import ignored_resources
 from extender.shadow.judge import ShadowJudge
 from extender.shadow.record import ShadowRecord
-from extender.sync.apply import DELETED, InventoryApplier
+from extender.sync.apply import DELETED
+from extender.sync.kube_view import KubeViewApplier
 
 MAX_REMEMBERED = 100_000
 
 
-class ShadowApplier(InventoryApplier):
-    def __init__(self, platform: Platform, inventory: Inventory,
-                 on_record: Callable[[ShadowRecord], None]) -> None:
-        super().__init__(platform, inventory)
-        self.judge: ShadowJudge | None = None
-        """Set by the owner once the verbs exist (they need this applier's inventory)."""
+class ShadowApplier(KubeViewApplier):
+    def __init__(self, platform: Platform, inventory: Inventory, judge: ShadowJudge,
+                 on_record: Callable[[ShadowRecord], None], *,
+                 on_placed: Callable[[PodInfo], None] | None = None) -> None:
+        """``judge`` works on the same ``inventory``; ``on_placed``: ``InventoryApplier``'s (the
+        scheduler's workload mix)."""
+        super().__init__(platform, inventory, ignored=ignored_resources(), on_placed=on_placed)
+        self._judge = judge
         self._on_record = on_record
-        self.kube = KubeNodes(ignored=ignored_resources())
-        """Nodes and bound pods as kube-scheduler's filters read them."""
         self._judged: set[str] = set()
         """UIDs already judged (one judgement per pod, not per watch event)."""
 
-    # -- nodes: kept for kube-scheduler's filters ------------------------------------------
-
-    def node_event(self, event_type: str, node: Mapping[str, Any]) -> None:
-        self.kube.node_event(event_type == DELETED, node)
-        super().node_event(event_type, node)
-
-    def replace_nodes(self, nodes: Iterable[Mapping[str, Any]]) -> dict[str, int]:
-        nodes = list(nodes)
-        self.kube.replace_nodes(nodes)
-        return super().replace_nodes(nodes)
-
-    # -- pods ------------------------------------------------------------------------------
+    # -- pods (nodes, and the kube view of both: ``KubeViewApplier``'s) ----------------------
 
     def pod_event(self, event_type: str, pod: Mapping[str, Any]) -> None:
-        if event_type != DELETED and self.judge is not None:
+        if event_type != DELETED:
             info = self._platform.pods.decode(pod)
             if self._bound_by_another(info):
                 self._remember(info.key.uid)
-                self._on_record(self.judge.judge(pod, info, self.kube, self.infer_on))
-        self.kube.pod_event(event_type == DELETED, pod)  # after: judged as before its bind
-        super().pod_event(event_type, pod)
+                self._on_record(self._judge.judge(pod, info, self.kube, self.infer_on))
+        super().pod_event(event_type, pod)  # counted after: judged as before its bind
 
     def replace_pods(self, pods: Iterable[Mapping[str, Any]]) -> dict[str, int]:
         """A (re)list: pods bound before it are counted, not judged (their 'before' is
@@ -64,7 +52,6 @@ class ShadowApplier(InventoryApplier):
             uid = objects.uid(pod)
             if uid and (pod.get("spec") or {}).get("nodeName"):
                 self._remember(uid)
-        self.kube.replace_pods(pods)
         return super().replace_pods(pods)
 
     def _bound_by_another(self, info: PodInfo) -> bool:

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +22,7 @@ from extender.runtime.command import (
     error,
     kube_or_exit,
     platform_or_exit,
-    wait_for_signal,
+    run_until_signal,
 )
 
 DEFAULT_PORT = 8890
@@ -89,15 +87,15 @@ def _fetch_report(args: argparse.Namespace) -> dict[str, Any]:
         except orjson.JSONDecodeError as exc:
             raise ReportError(f"--state-file {path}: not a shadow report ({exc})") from exc
     else:
-        url = args.url.rstrip("/") + "/report"
+        from extender.runtime.fetch import FetchError, fetch_json
+
         try:
-            with urllib.request.urlopen(url, timeout=10) as response:
-                document = orjson.loads(response.read())
-        except (urllib.error.URLError, OSError) as exc:
-            raise ReportError(f"--url {args.url}: no shadow answers there ({exc}); "
-                                    "start one with `gpu-extender shadow`") from exc
-        except orjson.JSONDecodeError as exc:
-            raise ReportError(f"--url {args.url}: not a shadow report ({exc})") from exc
+            document = fetch_json(args.url, "/report", who="the shadow", timeout_s=10,
+                                  missing=f"not a shadow (it serves /report on port "
+                                          f"{DEFAULT_PORT})",
+                                  unreachable="start one with `gpu-extender shadow`")
+        except FetchError as exc:
+            raise ReportError(str(exc)) from exc
     if not isinstance(document, dict) or "totals" not in document:
         raise ReportError("not a shadow report (no 'totals')")
     return document
@@ -117,13 +115,5 @@ def run_shadow(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise error(f"--host {args.host} --port {args.port}: cannot listen "
                     f"({exc.strerror})", EXIT_USAGE) from exc
-    server.start()
-    service.start()
-    print(f"shadow: report at http://{args.host}:{server.port}/report", file=sys.stderr,
-          flush=True)
-    try:
-        wait_for_signal()
-    finally:
-        service.stop()
-        server.stop()
-    return EXIT_OK
+    return run_until_signal(service, server,
+                            started=f"shadow: report at http://{args.host}:{server.port}/report")

@@ -40,15 +40,15 @@ class ShadowService:
         self.platform = platform
         self.inventory = Inventory(platform.catalog)
         self.ledger = ShadowLedger(state_file=state_file)
-        self.applier = ShadowApplier(platform, self.inventory, self.ledger.add)
         writes = _NoWrites()
         scheduler = Scheduler(platform, self.inventory, WorkloadMix(), writes, NullHoldEvents(),
                               binder=Binder(writes),
                               reservation_ttl=platform.config.service.reservation_ttl_seconds,
                               check_cpu_memory=platform.config.service.check_cpu_memory)
-        self.applier.on_placed = scheduler.observed_placed
         self.scheduler = scheduler
-        self.applier.judge = ShadowJudge(platform, self.inventory, scheduler)
+        self.applier = ShadowApplier(platform, self.inventory,
+                                     ShadowJudge(platform, self.inventory, scheduler),
+                                     self.ledger.add, on_placed=scheduler.observed_placed)
         self.sync = ClusterSync(
             api, self.applier, self.inventory,
             reconcile_interval_seconds=platform.config.service.reconcile_interval_seconds,

@@ -21,7 +21,7 @@ import orjson
 import yaml
 
 from extender.apiserver.errors import Conflict, NotFound
-from extender.errors import ExtenderError
+from extender.errors import ExtenderError, yaml_problem
 from extender.inventory.store import Inventory
 from extender.kube import objects
 from extender.kube.shape import ShapeError, check_pod
@@ -53,7 +53,8 @@ def load_cluster_file(path: str | Path) -> ClusterObjects:
         try:
             document = yaml.safe_load(raw)
         except yaml.YAMLError as exc:
-            raise ClusterFileError(f"{path}: neither JSON nor YAML ({exc})") from exc
+            raise ClusterFileError(f"{path}: neither JSON nor YAML ({yaml_problem(exc)})") \
+                from exc
     return parse_cluster_document(document, str(path))
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from extender.catalog.catalog import normalize_name
 from extender.catalog.types import AcceleratorType
+from extender.errors import did_you_mean
 from extender.platform import Platform
 
 WIDTH = 100
@@ -46,8 +47,9 @@ def catalog_document(platform: Platform, only: str | None = None) -> dict[str, A
     if only is not None:
         found = catalog.resolve(only)
         if not found:
-            raise LookupError(f"--type {only!r} is not a GPU type, family or alias; accepted: "
-                              f"{', '.join(sorted(catalog.accepted_names()))}")
+            names = sorted(catalog.accepted_names())
+            raise LookupError(f"--type {only!r} is not a GPU type, family or alias"
+                              f"{did_you_mean(only, names)} (accepted: {', '.join(names)})")
         indices = sorted(found)
     types = [_type_document(catalog.types[i], bool(protected[i])) for i in indices]
     families: dict[str, list[str]] = {}

@@ -4,17 +4,19 @@ kubectl plugin (``kubectl gpu inspect``, ``kubectl gpu catalog``)."""
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
-import urllib.error
-import urllib.parse
-import urllib.request
 from typing import Any
 
 import orjson
 
 from extender.errors import ConfigError, ExtenderError
-from extender.runtime.command import EXIT_OK, EXIT_USAGE, platform_or_exit
+from extender.runtime.command import (
+    EXIT_OK,
+    EXIT_USAGE,
+    configure_workstation_logging,
+    platform_or_exit,
+)
+from extender.runtime.kubectl import add_output_flag, add_source_flags, source_conflict
 
 
 class SourceError(ExtenderError):
@@ -30,7 +32,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     catalog.add_argument("--type", metavar="NAME",
                          help="only the types this id, family or alias names (e.g. a100)")
     catalog.add_argument("--config", metavar="FILE", help="platform config YAML")
-    catalog.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
+    add_output_flag(catalog, ("text", "json", "yaml"), "text", long_format=True)
     catalog.set_defaults(run=run_catalog)
 
     inspect = commands.add_parser(
@@ -42,11 +44,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                     "(--url), a `kubectl get nodes,pods -A -o json` dump (--cluster-file), or "
                     "the cluster itself (default: $KUBECONFIG or --kubeconfig; read-only). "
                     "Exit 0 (shown), 1 (failure), 2 (usage).")
-    source = inspect.add_mutually_exclusive_group()
-    source.add_argument("--url", help="a running extender (serve), e.g. http://127.0.0.1:8888")
-    source.add_argument("--kubeconfig", metavar="FILE", help="kubeconfig of the cluster")
-    source.add_argument("--cluster-file", metavar="FILE", help="a nodes+pods dump")
-    inspect.add_argument("--context", metavar="NAME", help="the kubeconfig context to use")
+    add_source_flags(inspect,
+                     url_help="a running extender (serve), e.g. http://127.0.0.1:8888")
     inspect.add_argument("--node", metavar="NAME", help="only this node")
     inspect.add_argument("-l", "--selector", metavar="SELECTOR",
                          help="only nodes with these labels (a=b,c!=d,e,!f; not with --url)")
@@ -56,8 +55,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                          help="per GPU: memory, replicas, MIG profiles, health, pods")
     inspect.add_argument("--config", metavar="FILE",
                          help="platform config YAML (not used with --url)")
-    inspect.add_argument("-o", "--output", choices=("text", "wide", "json", "yaml"),
-                         default="text")
+    add_output_flag(inspect, ("text", "wide", "json", "yaml"), "text", long_format=True)
     inspect.set_defaults(run=run_inspect)
 
 
@@ -70,7 +68,7 @@ def run_catalog(args: argparse.Namespace) -> int:
     except LookupError as exc:
         print(f"error: {exc.args[0]}", file=sys.stderr)
         return EXIT_USAGE
-    _emit(document, args.output, render_catalog)
+    _emit(document, args.format, render_catalog)
     return EXIT_OK
 
 
@@ -78,6 +76,12 @@ def run_inspect(args: argparse.Namespace) -> int:
     from extender.views.inspect import render_inventory
     from extender.views.summary import SelectorError, keep_nodes, parse_selector, render_summary
 
+    configure_workstation_logging()
+
+    conflict = source_conflict(args)
+    if conflict:
+        print(f"error: {conflict}", file=sys.stderr)
+        return EXIT_USAGE
     if args.url and args.selector:
         print("error: -l needs the nodes' labels: use the cluster or --cluster-file, not --url",
               file=sys.stderr)
@@ -101,10 +105,10 @@ def run_inspect(args: argparse.Namespace) -> int:
         return 1
     report = keep_nodes(report, requirements=requirements, types=types)
     if args.details:
-        _emit(report, args.output, render_inventory)
+        _emit(report, args.format, render_inventory)
     else:
-        _emit(report, args.output,
-              lambda r: render_summary(r, wide=args.output == "wide"))
+        _emit(report, args.format,
+              lambda r: render_summary(r, wide=args.format == "wide"))
     return 0
 
 
@@ -138,8 +142,9 @@ def _inventory_from(args: argparse.Namespace) -> dict[str, Any]:
     from extender.views.summary import annotate
 
     platform = load_platform(args.config)
-    nodes, pods = _objects(args)
-    dra = _dra_objects(args)
+    api = None if args.cluster_file else _api(args)
+    nodes, pods = _objects(args, api)
+    dra = {} if api is None else _dra_objects(api)
     inventory = Inventory(platform.catalog)
     applier = InventoryApplier(platform, inventory, dra=DraState(platform.catalog))
     assert applier.dra is not None
@@ -153,15 +158,12 @@ def _inventory_from(args: argparse.Namespace) -> dict[str, Any]:
     return annotate(inventory_report(inventory, args.node), nodes)
 
 
-def _dra_objects(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]]:
-    """The DRA objects of a live cluster (docs/dra.md); none from a cluster file, or where
-    the API server has no ``resource.k8s.io/v1`` (or we may not read it)."""
-    if args.cluster_file:
-        return {}
-    from extender.apiserver.client import DRA_KINDS, ApiServerClient, load_configuration
+def _dra_objects(api: Any) -> dict[str, list[dict[str, Any]]]:
+    """The DRA objects of a live cluster (docs/dra.md); none where the API server has no
+    ``resource.k8s.io/v1`` (or we may not read it)."""
+    from extender.apiserver.client import DRA_KINDS
     from extender.apiserver.errors import KubeError
 
-    api = ApiServerClient.from_configuration(load_configuration(args.kubeconfig))
     out: dict[str, list[dict[str, Any]]] = {}
     for kind in DRA_KINDS:
         try:
@@ -171,35 +173,35 @@ def _dra_objects(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-def _objects(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    if args.cluster_file:
-        from extender.sync.offline import load_cluster_file
+def _objects(args: argparse.Namespace, api: Any
+             ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Nodes and pods of the cluster file, else of the cluster (``api``)."""
+    if api is None:
+        from extender.runtime.kubectl import read_cluster_file
 
-        objects = load_cluster_file(args.cluster_file)
+        objects = read_cluster_file(args.cluster_file)
         return objects.nodes, objects.pods
-    from extender.apiserver.client import ApiServerClient, load_configuration
-
-    api = ApiServerClient.from_configuration(load_configuration(args.kubeconfig, args.context))
     return api.list_objects("nodes").items, api.list_objects("pods").items
 
 
+def _api(args: argparse.Namespace) -> Any:
+    """The cluster's client (``--kubeconfig``, ``--context``); ``SourceError`` naming the flag
+    when one of them is wrong."""
+    from extender.apiserver.client import ApiServerClient, load_configuration
+    from extender.runtime.kubectl import kube_flags_problem
+
+    problem = kube_flags_problem(args.kubeconfig, args.context)
+    if problem:
+        raise SourceError(problem)
+    return ApiServerClient.from_configuration(load_configuration(args.kubeconfig, args.context))
+
+
 def _fetch(url: str, node: str | None) -> dict[str, Any]:
-    target = url.rstrip("/") + "/debug/inventory"
-    if node:
-        target += "?" + urllib.parse.urlencode({"node": node})
-    try:
-        with urllib.request.urlopen(target, timeout=30) as response:
-            document = orjson.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        detail = exc.read().decode(errors="replace")[:300]
-        if exc.code == 404 and node:
-            with contextlib.suppress(orjson.JSONDecodeError):
-                detail = str(orjson.loads(detail).get("Error", detail))
-        raise SourceError(f"--url {url}: {exc.code} {detail}") from exc
-    except (urllib.error.URLError, OSError) as exc:
-        raise SourceError(f"--url {url}: cannot reach the extender ({exc})") from exc
-    except orjson.JSONDecodeError as exc:
-        raise SourceError(f"--url {url}: /debug/inventory did not answer JSON ({exc})") from exc
+    from extender.runtime.fetch import DEBUG_OFF, fetch_json
+
+    document = fetch_json(url, "/debug/inventory", query={"node": node} if node else None,
+                          missing=DEBUG_OFF + "; without --url inspect reads the cluster "
+                                              "itself")
     if not isinstance(document, dict) or "nodes" not in document:
         raise SourceError(f"--url {url}: not a /debug/inventory document")
     return document

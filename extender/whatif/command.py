@@ -12,8 +12,8 @@ import sys
 
 from extender.core.scoring.registry import strategy_names
 from extender.errors import ConfigError, ExtenderError
-from extender.runtime.command import EXIT_OK, error, fail
-from extender.runtime.kubectl import add_output_flag, emit, terminal_width
+from extender.runtime.command import EXIT_OK, configure_workstation_logging, error, fail
+from extender.runtime.kubectl import add_output_flag, emit, read_cluster_file, terminal_width
 
 FORMATS = ("table", "wide", "json", "yaml")
 
@@ -51,11 +51,12 @@ def policies_of(values: list[str] | None, default: str) -> list[str]:
 
 
 def run_what_if(args: argparse.Namespace) -> int:
-    from extender.sync.offline import load_cluster_file
     from extender.whatif.inputs import load_whatif_config
     from extender.whatif.manifests import load_pod_manifests
     from extender.whatif.render import document, render
     from extender.whatif.replay import stderr_progress, what_if
+
+    configure_workstation_logging()
 
     try:
         config = load_whatif_config(args.config)
@@ -68,8 +69,8 @@ def run_what_if(args: argparse.Namespace) -> int:
         raise error(f"--policy {','.join(args.policy or [])!r}: "
                     f"{', '.join(unknown) or 'empty'} is not a registered strategy; accepted: "
                     f"{', '.join(names)}")
+    objects = read_cluster_file(args.cluster_file)
     try:
-        objects = load_cluster_file(args.cluster_file)
         pods = load_pod_manifests(args.pods)
     except ExtenderError as exc:
         raise error(exc) from exc

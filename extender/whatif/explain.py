@@ -12,13 +12,9 @@ Two sources, one document (``ExplainDocument`` as JSON) and one text:
 
 from __future__ import annotations
 
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import Any
-
-import orjson
 
 from extender.errors import ExtenderError
 from extender.kube import objects as kobj
@@ -79,36 +75,17 @@ def local_report(config: WhatIfConfig, cluster: ClusterObjects, namespace: str, 
 
 def remote_report(url: str, namespace: str, name: str) -> dict[str, Any]:
     """The running extender's ``/debug/explain`` in the same document shape."""
-    target = (url.rstrip("/") + "/debug/explain/" + urllib.parse.quote(namespace) + "/"
-              + urllib.parse.quote(name))
-    try:
-        with urllib.request.urlopen(target, timeout=30) as response:
-            report = orjson.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        body = exc.read().decode(errors="replace")
-        error = _json_error(body)
-        if exc.code == 404 and error is None:
-            raise ExplainError(
-                f"--url {url}: the extender does not serve /debug/explain: its debug "
-                "endpoints are off (chart: extender.debugEndpoints: true; serve: drop "
-                "--no-debug-endpoints), or this is not gpu-extender; without --url the "
-                "pod is judged from the cluster itself") from exc
-        raise ExplainError(f"--url {url}: {exc.code} {error or body[:200]}") from exc
-    except (urllib.error.URLError, OSError) as exc:
-        raise ExplainError(f"--url {url}: cannot reach the extender ({exc}); a port-forward: "
-                           "kubectl -n gpu-extender port-forward deploy/gpu-extender "
-                           "8888") from exc
-    except orjson.JSONDecodeError as exc:
-        raise ExplainError(f"--url {url}: /debug/explain did not answer JSON ({exc})") from exc
+    from extender.runtime.fetch import DEBUG_OFF, fetch_json
+
+    path = f"/debug/explain/{urllib.parse.quote(namespace)}/{urllib.parse.quote(name)}"
+    report = fetch_json(url, path,
+                        missing=DEBUG_OFF + "; without --url the pod is judged from the "
+                                            "cluster itself",
+                        unreachable="a port-forward to the chart's extender: kubectl -n "
+                                    "kube-system port-forward deploy/gpu-extender 8888")
+    if not isinstance(report, dict):
+        raise ExplainError(f"--url {url}: {path} did not answer a JSON object")
     return _from_extender(report, url)
-
-
-def _json_error(body: str) -> str | None:
-    try:
-        parsed = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return None
-    return str(parsed["Error"]) if isinstance(parsed, dict) and "Error" in parsed else None
 
 
 def _from_extender(report: Mapping[str, Any], url: str) -> dict[str, Any]:

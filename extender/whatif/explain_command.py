@@ -8,8 +8,8 @@ import argparse
 from typing import TYPE_CHECKING
 
 from extender.errors import ConfigError, ExtenderError
-from extender.runtime.command import EXIT_ERROR, error, fail
-from extender.runtime.kubectl import add_kube_flags, add_output_flag, emit
+from extender.runtime.command import EXIT_ERROR, configure_workstation_logging, error, fail
+from extender.runtime.kubectl import add_output_flag, add_source_flags, emit, source_conflict
 
 if TYPE_CHECKING:
     from extender.sync.offline import ClusterObjects
@@ -25,12 +25,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "(--cluster-file), or a running extender's /debug/explain (--url). "
                     "Exit 0 (explained), 1 (failure: no such pod, no cluster), 2 (usage).")
     parser.add_argument("pod", metavar="NAMESPACE/POD")
-    source = parser.add_argument_group("source (default: the cluster of the kubeconfig)")
-    add_kube_flags(source)
-    source.add_argument("--url", help="a running extender, e.g. http://127.0.0.1:8888 "
+    add_source_flags(parser, url_help="a running extender, e.g. http://127.0.0.1:8888 "
                                       "(needs its debug endpoints)")
-    source.add_argument("--cluster-file", metavar="FILE",
-                        help="a `kubectl get nodes,pods -A -o json` dump")
     parser.add_argument("--config", metavar="FILE",
                         help="platform config (or the chart's values file) to judge with; "
                              "not used with --url")
@@ -42,13 +38,14 @@ def run_explain(args: argparse.Namespace) -> int:
     from extender.whatif.explain import local_report, remote_report, render_report
     from extender.whatif.inputs import load_whatif_config
 
+    configure_workstation_logging()
+
     namespace, _, name = str(args.pod).partition("/")
     if not namespace or not name or "/" in name:
         raise error(f"{args.pod!r}: expected NAMESPACE/POD (e.g. ml/train-0)")
-    chosen = [f for f, v in (("--url", args.url), ("--cluster-file", args.cluster_file),
-                              ("--kubeconfig", args.kubeconfig)) if v]
-    if len(chosen) > 1:
-        raise error(f"{' and '.join(chosen)}: choose one source")
+    conflict = source_conflict(args)
+    if conflict:
+        raise error(conflict)
     if args.url and args.config:
         raise error("--config judges locally; --url asks the extender, which runs its own")
     try:
@@ -66,12 +63,18 @@ def run_explain(args: argparse.Namespace) -> int:
 
 
 def _cluster(args: argparse.Namespace) -> tuple[ClusterObjects, str]:
-    from extender.sync.offline import ClusterObjects, load_cluster_file
+    from extender.runtime.kubectl import read_cluster_file
+    from extender.sync.offline import ClusterObjects
 
     if args.cluster_file:
-        return load_cluster_file(args.cluster_file), f"the dump {args.cluster_file}"
+        return read_cluster_file(args.cluster_file), f"the dump {args.cluster_file}"
     from extender.apiserver.client import ApiServerClient, load_configuration
+    from extender.runtime.kubectl import kube_flags_problem
+    from extender.whatif.explain import ExplainError
 
+    problem = kube_flags_problem(args.kubeconfig, args.context)
+    if problem:
+        raise ExplainError(problem)
     api = ApiServerClient.from_configuration(load_configuration(args.kubeconfig, args.context))
     nodes, pods = api.list_objects("nodes").items, api.list_objects("pods").items
     where = f"context {args.context}" if args.context else "the kubeconfig's cluster"

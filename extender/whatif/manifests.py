@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 import yaml
 
-from extender.errors import ExtenderError
+from extender.errors import ExtenderError, yaml_problem
 from extender.kube import objects
 
 SUFFIXES = (".yaml", ".yml", ".json")
@@ -99,7 +99,7 @@ def _documents(file: Path, problems: list[str]) -> list[tuple[int, Any]]:
     try:
         return [(i, d) for i, d in enumerate(yaml.safe_load_all(raw)) if d is not None]
     except yaml.YAMLError as exc:
-        problems.append(f"{file}: not YAML ({exc})")
+        problems.append(f"{file}: not YAML ({yaml_problem(exc)})")
         return []
 
 

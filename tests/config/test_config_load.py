@@ -207,7 +207,9 @@ class TestFileProblems:
             load_config_text(text, source="cfg.yaml")
         (error,) = raised.value.errors
         assert error.path == "(file)"
-        assert error.message.startswith("not valid YAML")
+        # where in the file, and not PyYAML's name for the stream ("<unicode string>")
+        assert error.message.startswith("not valid YAML: line ")
+        assert "<unicode string>" not in error.message
         assert str(raised.value).startswith("cfg.yaml is invalid (1 error(s))")
 
     @pytest.mark.parametrize(

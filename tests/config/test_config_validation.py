@@ -191,17 +191,19 @@ SINGLE_MISTAKES = [
     P({"scoring": {"weights": {"memoryWeight": "high"}}}, "scoring.weights.memoryWeight",
       "must be a number, got 'high'", id="a weight must be a number"),
     P({"scoring": {"weights": {"fragmentation": 2}}}, "scoring.weights.fragmentation",
-      "strategy 'cost-fragmentation' has no weight 'fragmentation'; accepted: claimWeight, "
+      "strategy 'cost-fragmentation' has no weight 'fragmentation'; accepted weights: "
+      "claimWeight, "
       "costWeight, elasticNodes, fragResolution, idlePrice, idlePriceCpu, memoryWeight, "
       "typedCost",
       id="a weight the default strategy does not read is rejected, naming those it reads"),
     P({"scoring": {"strategy": "best-fit", "weights": {"costWeight": 1}}},
       "scoring.weights.costWeight",
-      "strategy 'best-fit' has no weight 'costWeight'; accepted: none (it reads no weights)",
+      "strategy 'best-fit' has no weight 'costWeight'; accepted weights: none (it reads no "
+      "weights)",
       id="weights are checked against the chosen strategy"),
     P({"scoring": {"strategy": "fgd", "weights": {"fragResolution": 0.02}}},
       "scoring.weights.fragResolution", "strategy 'fgd' has no weight 'fragResolution'; "
-      "accepted: integer", id="another strategy's weight is rejected"),
+      "accepted weights: integer", id="another strategy's weight is rejected"),
     P({"scoring": {"weights": [1]}}, "scoring.weights", "must be a mapping",
       id="weights must be a mapping"),
     P({"scoring": {"policy": "fgd"}}, "scoring.policy", "unknown field",

@@ -4,9 +4,6 @@ running extender (--url) and its debug endpoints off, bad input and exit codes."
 
 from __future__ import annotations
 
-import http.server
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -85,41 +82,6 @@ def test_bad_input_and_missing_pods_exit_2_and_1(tmp_path: Path,
     assert "choose one source" in capsys.readouterr().err
     assert main(["explain", "ml/nope", "--cluster-file", cluster]) == 1
     assert "pod ml/nope not found" in capsys.readouterr().err
-
-
-@pytest.fixture
-def flask_404() -> Iterator[str]:
-    """A server answering every path as Flask does for a route it lacks (debug endpoints
-    off): 404 with an HTML body."""
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # http.server's name
-            body = b"<!doctype html><title>404 Not Found</title>"
-            self.send_response(404)
-            self.send_header("Content-Type", "text/html")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            return
-
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=5)
-
-
-def test_url_with_debug_endpoints_off_says_so(flask_404: str,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["explain", "ml/trainer-0", "--url", flask_404]) == 1
-    err = capsys.readouterr().err
-    assert "debug endpoints are off" in err and "extender.debugEndpoints: true" in err
 
 
 def test_url_reads_the_running_extenders_explain(server: tuple[int, object, Path],

@@ -44,7 +44,14 @@ def test_alias_ecosystem_is_read_from_the_spelling(alias: str, ecosystem: str) -
     assert alias_ecosystem(alias) == ecosystem
 
 
-def test_an_unknown_type_names_what_is_accepted(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["catalog", "--type", "a1000"]) == 2
+@pytest.mark.parametrize(("name", "hint"), [
+    ("a100-80", "; did you mean 'a100-80gb'?"),  # the review's example: a suffix missing
+    ("a1000", "; did you mean 'a100'?"),
+    ("zzz", ""),  # nothing close: no guess
+])
+def test_an_unknown_type_names_what_is_accepted(name: str, hint: str,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["catalog", "--type", name]) == 2
     err = capsys.readouterr().err
-    assert "--type 'a1000' is not a GPU type" in err and "a100-80gb" in err
+    assert err.startswith(f"error: --type {name!r} is not a GPU type, family or alias{hint} "
+                          "(accepted: a10, a100, a100-40gb, a100-80gb, ")
