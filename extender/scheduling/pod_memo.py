@@ -2,11 +2,14 @@
 differ only in their identity, so the second one's decode is a dictionary lookup.
 
 A pod's ``DecodedPod`` (``scheduling.pods.decode_pod``) is a function of its namespace, labels,
-annotations, ``spec`` and ``status.phase``, of the platform (fixed for the process) and, for a
-pod typed by its node selection, of the inventory's node map; its key and resourceVersion are
-only carried along. After the shape check (which also vouches for the identity fields) the
-memo keys on those parts encoded by orjson (equal bytes: equal JSON values) and answers a hit
-with the kept decode, re-keyed. A selection-typed decode is answered only while the node map is
+annotations, ``status.phase`` and the parts of ``spec`` the decoders read (``SPEC_READ``: not the
+volumes, whose service-account token volume has a random name per pod), of the platform (fixed
+for the process) and, for a pod typed by its node selection, of the inventory's node map; its
+key and resourceVersion are only carried along. After the shape check (which also vouches for
+the identity fields and everything else it checks) the memo keys on those parts encoded by
+orjson (equal bytes: equal JSON values) and answers a hit with the kept decode, re-keyed.
+``tests/scheduling/test_pod_memo.py`` runs the decode on a pod that records every field read
+and fails if one is outside the key. A selection-typed decode is answered only while the node map is
 the one it was typed against. An invalid request is never kept (it is rare, and its message is
 its own pod's).
 
@@ -34,13 +37,27 @@ DEFAULT_CAPACITY = 256
 """Distinct pod contents kept (least recently used go); each is a few hundred bytes."""
 
 
+SPEC_READ = ("nodeName", "nodeSelector", "affinity", "overhead")
+"""The fields of ``spec`` the decode reads, besides its containers' and init containers'."""
+CONTAINER_READ = ("name", "restartPolicy", "resources")
+"""The fields of a container the decode reads."""
+
+
+def _containers(spec: Mapping[str, Any], field: str) -> list[list[Any]]:
+    return [[c.get(name) for name in CONTAINER_READ] if isinstance(c, Mapping) else c
+            for c in spec.get(field) or ()]
+
+
 def content_key(pod: Mapping[str, Any]) -> bytes | None:
-    """What the decode reads, encoded; ``None`` if it cannot be encoded (not plain JSON)."""
-    status = pod.get("status")
-    phase = status.get("phase") if isinstance(status, Mapping) else None
+    """What the decode reads, encoded; ``None`` if it cannot be encoded (not plain JSON).
+    Call after ``check_pod`` (the shapes it vouches for are not re-checked here)."""
+    spec = objects.section(pod, "spec")
     try:
-        return orjson.dumps([objects.namespace(pod), objects.labels(pod),
-                             objects.annotations(pod), pod.get("spec"), phase])
+        return orjson.dumps([
+            objects.namespace(pod), objects.labels(pod), objects.annotations(pod),
+            objects.section(pod, "status").get("phase"),
+            [spec.get(name) for name in SPEC_READ],
+            _containers(spec, "containers"), _containers(spec, "initContainers")])
     except TypeError:  # orjson.JSONEncodeError: a mapping that is not a dict, a set, ...
         return None
 

@@ -116,3 +116,90 @@ def test_a_decode_typed_by_the_nodes_holds_only_for_those_nodes(platform: Platfo
         assert again.placement is not None and again.placement.request.types is None
     finally:
         service.stop()
+
+
+# -- the key covers every read ---------------------------------------------------------------
+
+class _Recorded(dict[str, Any]):
+    """A JSON object that notes the path of every field read (``metadata.labels.app``; ``*``
+    for a read of every field, ``[]`` for a list's items)."""
+
+    def __init__(self, data: dict[str, Any], path: str, seen: set[str]) -> None:
+        super().__init__(data)
+        self._path, self._seen = path, seen
+
+    def _at(self, key: object) -> str:
+        return f"{self._path}.{key}" if self._path else str(key)
+
+    def __getitem__(self, key: str) -> Any:
+        self._seen.add(self._at(key))
+        return _recorded(super().__getitem__(key), self._at(key), self._seen)
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        self._seen.add(self._at(key))
+        return self[key] if dict.__contains__(self, key) else default
+
+    def __contains__(self, key: object) -> bool:
+        self._seen.add(self._at(key))
+        return dict.__contains__(self, key)
+
+    def items(self) -> Any:
+        self._seen.add(self._at("*"))
+        return [(k, _recorded(v, self._at(k), self._seen)) for k, v in super().items()]
+
+    def values(self) -> Any:
+        return [v for _, v in self.items()]
+
+    def __iter__(self) -> Any:
+        self._seen.add(self._at("*"))
+        return super().__iter__()
+
+
+def _recorded(value: Any, path: str, seen: set[str]) -> Any:
+    if isinstance(value, dict):
+        return _Recorded(value, path, seen)
+    if isinstance(value, list):
+        return [_recorded(item, f"{path}[]", seen) for item in value]
+    return value
+
+
+_KEYED = ("metadata.name", "metadata.namespace", "metadata.uid", "metadata.resourceVersion",
+          "metadata.labels", "metadata.annotations", "status.phase",
+          *(f"spec.{name}" for name in ("nodeName", "nodeSelector", "affinity", "overhead")),
+          *(f"spec.{field}[].{name}" for field in ("containers", "initContainers")
+            for name in ("name", "restartPolicy", "resources")))
+"""What ``content_key`` encodes (the identity fields: what the memo re-keys)."""
+_SECTIONS = ("metadata", "status", "spec", "spec.containers", "spec.initContainers")
+
+
+def _outside_the_key(paths: set[str]) -> set[str]:
+    return {p for p in paths if p not in _SECTIONS
+            and not any(p == k or p.startswith((k + ".", k + "[")) for k in _KEYED)}
+
+
+def test_the_decode_reads_nothing_outside_the_key(platform: Platform) -> None:
+    rich = replica(1, **{
+        "metadata.annotations": {"gpu-extender.io/gpu-types": "l4"},
+        "spec.nodeSelector": {"cloud.google.com/gke-nodepool": "pool"},
+        "spec.affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "zone", "operator": "In", "values": ["a"]}]}]}}},
+        "spec.overhead": {"cpu": "100m"},
+        "spec.initContainers": [{"name": "side", "restartPolicy": "Always",
+                                 "resources": {"requests": {"cpu": "1"}}}],
+        "spec.volumes": [{"name": "kube-api-access-x7k2p", "projected": {}}]})
+    share = replica(2, **{"spec.containers": [
+        {"name": "a", "resources": {"limits": {"gpu-extender.io/gpu-memory": "6Gi"}},
+         "volumeMounts": [{"name": "kube-api-access-x7k2p"}]}]})
+    for pod in (replica(3), rich, share, SELECTED_POD):
+        seen: set[str] = set()
+        decoded = decode_pod(platform, _recorded(pod, "", seen), pod_key(pod),
+                             resource_version(pod), checked=True)
+        assert decoded.error is None
+        assert "spec.containers[].resources" in seen  # the recorder sees the reads
+        assert _outside_the_key(seen) == set()
+    # and the parts outside the key do not change it: another token volume, same key
+    other = copy.deepcopy(rich)
+    other["spec"]["volumes"][0]["name"] = "kube-api-access-9qz4m"
+    other["spec"]["schedulerName"] = "gpu-scheduler"
+    assert content_key(other) == content_key(rich)
