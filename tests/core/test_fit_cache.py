@@ -1,4 +1,5 @@
-"""``FitCache`` answers exactly what ``fit`` answers, and refits only the rows that changed.
+"""``FitCache`` answers exactly what ``fit`` answers, and refits only the rows that changed;
+``FragScorer``'s whole-GPU F after kept per row answers exactly what it computes afresh.
 
 Random clusters (the differential tests' generator) change between calls the ways the
 inventory changes: pods placed and removed, nodes added, replaced and removed; after every
@@ -13,9 +14,13 @@ import pytest
 from extender.core import fit_cache
 from extender.core.fit import FitResult, fit
 from extender.core.fit_cache import FitCache
+from extender.core.fragmentation.scorer import FragScorer
 from extender.core.request import PlacementRequest
+from extender.core.workload import WorkloadMix
 from extender.inventory import ClusterSnapshot
+from extender.model import RequestKind
 from tests.core.helpers import (
+    catalog,
     inventory,
     node,
     place,
@@ -24,6 +29,7 @@ from tests.core.helpers import (
     random_holdings,
     random_node,
     random_request,
+    random_shapes,
     request,
 )
 
@@ -67,6 +73,36 @@ def test_the_cached_fit_equals_fit_after_every_change(seed: int) -> None:
         else:
             names = inv.node_names()
             inv.remove_node(names[int(rng.integers(len(names)))])  # a hole
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_f_after_kept_per_row_equals_f_after_computed_afresh(seed: int) -> None:
+    rng = np.random.default_rng(950 + seed)
+    inv = random_cluster(rng, 24, fill=2.0)
+    scorer = FragScorer(catalog(), WorkloadMix())
+    scorer.set_shapes(random_shapes(rng))
+    requests = []
+    while len(requests) < 5:
+        req, namespace, cpu = random_request(rng)
+        if req.kind not in (RequestKind.VRAM, RequestKind.FRACTION):  # shares: another path
+            requests.append(placement(req, namespace, cpu))
+    for step in range(8):
+        snap = inv.snapshot()
+        everything = np.arange(snap.n_nodes, dtype=np.int64)
+        for preq in requests:
+            for rows in (everything, rng.permutation(snap.n_nodes).astype(np.int64)):
+                result = fit(snap, preq, rows, check_cpu_memory=bool(step % 2))
+                got = scorer.frag_after(snap, preq, result)  # the second call on: kept
+                want = scorer._whole_after(snap, preq, result)
+                for g, w in zip(got, want, strict=True):
+                    assert np.array_equal(g, w)
+        if step % 2:
+            random_holdings(rng, inv, 6)
+        else:
+            names = inv.node_names()
+            inv.upsert_node(random_node(rng, names[int(rng.integers(len(names)))]))
+            inv.upsert_node(random_node(rng, f"new-{step}"))
+    assert scorer._after._entries  # the kept path ran (else this compared a path to itself)
 
 
 def test_only_the_rows_that_changed_are_fitted_again(monkeypatch: pytest.MonkeyPatch) -> None:
