@@ -14,9 +14,10 @@ import pytest
 from extender.core import fit_cache
 from extender.core.fit import FitResult, fit
 from extender.core.fit_cache import FitCache
+from extender.core.fragmentation import scorer as scorer_module
 from extender.core.fragmentation.scorer import FragScorer
 from extender.core.request import PlacementRequest
-from extender.core.workload import WorkloadMix
+from extender.core.workload import Shape, WorkloadMix
 from extender.inventory import ClusterSnapshot
 from extender.model import RequestKind
 from tests.core.helpers import (
@@ -144,3 +145,32 @@ def test_another_inventory_with_the_same_versions_is_not_confused() -> None:
     cache = FitCache()
     assert not cache.fit(small.snapshot(), preq, rows).fits.any()
     assert cache.fit(large.snapshot(), preq, rows).fits.all()
+
+
+def test_f_after_refreshes_a_changed_row_from_the_callers_fit(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    inv = inventory(*(node(f"n{i}", "l4", 4) for i in range(10)))
+    scorer = FragScorer(catalog(), WorkloadMix())
+    scorer.set_shapes({Shape(1, 1000, 0, 0, None): 0.5, Shape(2, 1000, 0, 0, None): 0.5})
+    preq = placement(request("whole", 1))
+    rows = np.arange(10, dtype=np.int64)
+    kernel_rows: list[int] = []
+    real_fit = scorer_module.kernel.fit
+
+    def counting_fit(snap: ClusterSnapshot, req: PlacementRequest, rows: np.ndarray,
+                     **kw: bool) -> FitResult:
+        kernel_rows.append(len(rows))
+        return real_fit(snap, req, rows, **kw)
+
+    monkeypatch.setattr(scorer_module.kernel, "fit", counting_fit)
+    for _ in range(2):  # the second call fills the kept values (the kernel on every row)
+        snap = inv.snapshot()
+        scorer.frag_after(snap, preq, real_fit(snap, preq, rows))
+    assert kernel_rows == [10]
+    place(inv, request("whole", 2), "n3")  # one row changes
+    snap = inv.snapshot()
+    result = real_fit(snap, preq, rows)
+    got = scorer.frag_after(snap, preq, result)
+    assert kernel_rows == [10]  # n3's fit was read from the caller's
+    for g, w in zip(got, scorer._whole_after(snap, preq, result), strict=True):
+        assert np.array_equal(g, w)

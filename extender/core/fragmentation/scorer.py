@@ -127,15 +127,17 @@ class FragScorer:
                                      npt.NDArray[np.float64], npt.NDArray[np.float64]]:
         """``_whole_after`` from F after kept per row: F after of a row is a function of that
         row (its fit and its state), so only rows whose ``node_version`` changed are computed
-        again (on their own ``fit``, without the CPU check: it only ever removes rows, and a
-        row's F after does not depend on it). Keyed like ``core.fit_cache``: the model, the
-        request object, whether DRA nodes exist, the inventory's row cache."""
+        again (their fit read from the caller's, which ``fit`` computed on this snapshot, or
+        computed without the CPU check: it only ever removes rows, and a row's F after does
+        not depend on it; a row kept without a value is never read while it stays as it is).
+        Keyed like ``core.fit_cache``: the model, the request object, whether DRA nodes
+        exist, the inventory's row cache."""
         model = self.model()
         positions = np.flatnonzero(fit.fits)
         rows = fit.rows[positions]
 
         def compute(snap: ClusterSnapshot, stale: npt.NDArray[np.int64]) -> Derived:
-            fitted = kernel.fit(snap, req, stale)
+            fitted = _fit_of_rows(snap, req, fit, stale)
             out = np.full(len(stale), np.nan)
             at, _, _, after = self._whole_after(snap, req, fitted)
             out[at] = after
@@ -163,6 +165,21 @@ class FragScorer:
                                          x_after=np.zeros(len(pos), dtype=np.int64),
                                          sets=len(rows))
         return positions, rows, before, after
+
+
+def _fit_of_rows(snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult,
+                 rows: npt.NDArray[np.int64]) -> FitResult:
+    """The fit of a few snapshot ``rows``: sliced out of ``fit`` (the caller's, on this
+    snapshot) when it has them all, else computed."""
+    if len(rows) * 4 > len(fit.rows):  # the first fill, or many rows: the kernel
+        return kernel.fit(snapshot, req, rows)
+    where = np.full(snapshot.n_nodes, -1, dtype=np.int64)
+    where[fit.rows] = np.arange(len(fit.rows))
+    positions = where.take(rows)
+    if len(positions) and int(positions.min()) < 0:
+        return kernel.fit(snapshot, req, rows)
+    return FitResult(rows=rows, code=fit.code.take(positions), params=fit.params[positions],
+                     units=fit.units[positions])
 
 
 def unit_pairs(fit: FitResult, positions: npt.NDArray[np.int64]
