@@ -3,6 +3,8 @@
     .venv/bin/python benchmarks/bench_verbs.py                        # 1,000 / 5,000 / 10,000
     .venv/bin/python benchmarks/bench_verbs.py --sizes 1000 --cycles 50   # quick
     .venv/bin/python benchmarks/bench_verbs.py --profile 5000         # where the time goes
+    .venv/bin/python benchmarks/bench_verbs.py --in-process --sizes 1000 [--tree /work/base]
+    .venv/bin/python benchmarks/bench_verbs.py --in-process --steps --sizes 1000   # per step
 
 What is measured: ``gpu-extender serve --cluster-file`` (offline mode, the production code
 path minus the API server) on a generated cluster of N GPU nodes, driven the way kube-scheduler
@@ -17,6 +19,12 @@ The floor: a plain Flask app under the same gunicorn settings whose filter parse
 orjson and answers every node feasible, and whose prioritize answers every node with score 0
 (same answer sizes as ours). Both servers run during the same invocation, on the same bodies,
 so the ratio is the extender's own cost.
+
+``--in-process``: the verbs' own CPU, without HTTP: the wire decode of the body, then
+``SchedulingVerbs.filter`` / ``prioritize`` called directly, timed with the thread's CPU clock
+(less sensitive to a loaded machine than wall time), median per call; ``--tree DIR`` imports the
+extender from another checkout (side by side with a base: same cluster, same pods), and the
+service's memo counters are printed after each size.
 
 Cluster: per 10 nodes, 3 L4 x8, 2 T4 x4, 1 A10G x4, 1 A100-80GB x8 (protected), 1 A100-80GB
 x8 with dynamic MIG (node agent annotation), 1 A100-80GB with mixed-strategy MIG (allocatable
@@ -355,6 +363,116 @@ def profile(n_nodes: int, cycles: int) -> None:
     pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
 
 
+def in_process(n_nodes: int, cycles: int, warmup: int) -> list[JSON]:
+    """The verbs' CPU per call, in process: (wire decode + verb) per filter and prioritize."""
+    from extender.platform import load_platform
+    from extender.server.service import ExtenderService
+    from extender.server.wire import decode_extender_args
+    from extender.sync.offline import parse_cluster_document
+
+    cluster = generate_cluster(n_nodes)
+    names = [i["metadata"]["name"] for i in cluster["items"] if i["kind"] == "Node"]
+    service = ExtenderService.from_cluster_objects(load_platform(),
+                                                   parse_cluster_document(cluster))
+    service.start()
+    verbs, clock = service.verbs, time.thread_time_ns
+    rows: list[JSON] = []
+    for index, kind in enumerate(KINDS):
+        spent: dict[str, list[int]] = {"filter": [], "prioritize": []}
+        for i in range(warmup + cycles):
+            body = orjson.dumps({"Pod": bench_pod(kind, index * 100_000 + i), "Nodes": None,
+                                 "NodeNames": names})
+            started = clock()
+            verbs.filter(decode_extender_args(body))
+            between = clock()
+            verbs.prioritize(decode_extender_args(body))
+            ended = clock()
+            if i >= warmup:
+                spent["filter"].append(between - started)
+                spent["prioritize"].append(ended - between)
+        rows.append({"nodes": n_nodes, "pod": kind, **{
+            f"{verb}_cpu_us": round(statistics.median(values) / 1000) for verb, values in
+            spent.items()}})
+    counters = service._counters()
+    print(f"# {n_nodes} nodes, counters: " + ", ".join(
+        f"{k} {int(v)}" for k, v in counters.items() if k.endswith(("hits", "reused"))))
+    service.stop()
+    return rows
+
+
+def _kind_steps(service: Any, names: list[str], kind: str) -> dict[str, Any]:
+    """The verbs' steps for one pod of ``kind`` after its filter, as calls (``None``: the tree
+    lacks that step)."""
+    import numpy as np
+
+    from extender.core.fit import fit
+    from extender.kube.objects import pod_key
+    from extender.scheduling.pods import decode_pod
+    from extender.server.answers import encode_priorities
+    from extender.server.failures import group_failures
+    from extender.server.verbs import wire_scores
+    from extender.server.wire import decode_extender_args
+
+    scheduler = service.scheduler
+    strategy = scheduler.scorer.strategy
+    body = orjson.dumps({"Pod": bench_pod(kind, 1), "Nodes": None, "NodeNames": names})
+    pod = decode_extender_args(body)["Pod"]
+    outcome = scheduler.filter(pod, names)
+    evaluation, request = outcome.evaluation, outcome.cycle.pod.placement
+    snapshot = evaluation.snapshot
+    every = np.arange(snapshot.n_nodes)
+    memo = getattr(scheduler.cycles, "decoded", None)
+    fits = getattr(scheduler.evaluator, "fits", None)
+    _, scores = scheduler.scorer.scores_of(evaluation, request)
+    return {
+        "wire decode": lambda: decode_extender_args(body),
+        "pod decode": lambda: decode_pod(scheduler.cycles._platform, pod, pod_key(pod), "1",
+                                         snapshot.nodes),
+        "pod decode (memo hit)": None if memo is None else
+        lambda: memo.decode(pod, pod_key(pod), "1", snapshot.nodes),
+        "fit kernel": lambda: fit(snapshot, request, every),
+        "fit (kept)": None if fits is None else lambda: fits.fit(snapshot, request, every),
+        "evaluate": lambda: scheduler.evaluator.evaluate(snapshot, request, names),
+        "failures grouped": lambda: group_failures(evaluation, service.verbs._messages,
+                                                   outcome.cycle.pod.request),
+        "score": lambda: strategy.score(snapshot, request, evaluation.fit),
+        "F after": None if kind == "vram" else
+        lambda: strategy.frag.frag_after(snapshot, request, evaluation.fit),
+        "encode priorities": lambda: encode_priorities(names, wire_scores(scores)),
+    }
+
+
+def steps(n_nodes: int, calls: int = 200) -> None:
+    """``--steps``: each step of the verbs alone (thread CPU, median of ``calls``), on one pod
+    per kind after its filter: what the memos save, step by step (a step a tree lacks is
+    left out). The snapshot does not change between calls: a kept value is always current
+    here, where a burst refreshes the rows its last hold changed."""
+    from extender.platform import load_platform
+    from extender.server.service import ExtenderService
+    from extender.sync.offline import parse_cluster_document
+
+    cluster = generate_cluster(n_nodes)
+    names = [i["metadata"]["name"] for i in cluster["items"] if i["kind"] == "Node"]
+    service = ExtenderService.from_cluster_objects(load_platform(),
+                                                   parse_cluster_document(cluster))
+    service.start()
+
+    def cpu_us(step: Any) -> float:
+        spent = []
+        for _ in range(calls):
+            started = time.thread_time_ns()
+            step()
+            spent.append(time.thread_time_ns() - started)
+        return statistics.median(spent) / 1000
+
+    for kind in KINDS:
+        measured = _kind_steps(service, names, kind)
+        print(f"{n_nodes:>6} {kind:<8} | " + ", ".join(
+            f"{name} {cpu_us(step):.0f}" for name, step in measured.items()
+            if step is not None) + " (us CPU)")
+    service.stop()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000, 10000])
@@ -365,6 +483,12 @@ def main() -> int:
     parser.add_argument("--output", type=Path, help="also write the rows as JSON")
     parser.add_argument("--profile", type=int, metavar="NODES",
                         help="profile in-process at this size instead")
+    parser.add_argument("--in-process", action="store_true",
+                        help="the verbs' CPU per call in process (no HTTP), see above")
+    parser.add_argument("--tree", type=Path,
+                        help="with --in-process: import the extender from this checkout")
+    parser.add_argument("--steps", action="store_true",
+                        help="with --in-process: each step of the verbs alone instead")
     parser.add_argument("--floor-server", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.floor_server:
@@ -378,9 +502,24 @@ def main() -> int:
           f"Python {host.python_version()}, {args.cycles} cycles/kind, "
           f"{args.threads} threads")
     rows: list[JSON] = []
-    for size in args.sizes:
-        rows += bench_size(size, args.cycles, args.warmup, args.threads)
-    print_table(rows)
+    if args.in_process:
+        if args.tree is not None:
+            sys.path.insert(0, str(args.tree.resolve()))
+        import extender
+        print(f"# in process, extender from {Path(extender.__file__).parents[1]}")
+        if args.steps:
+            for size in args.sizes:
+                steps(size)
+            return 0
+        for size in args.sizes:
+            rows += in_process(size, args.cycles, args.warmup)
+        for r in rows:
+            print(f"{r['nodes']:>6} {r['pod']:<8} | filter {r['filter_cpu_us']:6d} us CPU | "
+                  f"prioritize {r['prioritize_cpu_us']:6d} us CPU")
+    else:
+        for size in args.sizes:
+            rows += bench_size(size, args.cycles, args.warmup, args.threads)
+        print_table(rows)
     if args.output:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_bytes(orjson.dumps(rows, option=orjson.OPT_INDENT_2))

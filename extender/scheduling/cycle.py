@@ -41,7 +41,8 @@ from extender.core.scoring.base import ScoreResult
 from extender.inventory.snapshot import ClusterSnapshot
 from extender.model import Assignment, NodeInfo
 from extender.platform import Platform
-from extender.scheduling.pods import DecodedPod, decode_pod, pod_key, resource_version, retyped
+from extender.scheduling.pod_memo import DecodeMemo
+from extender.scheduling.pods import DecodedPod, pod_key, resource_version, retyped
 
 
 @dataclass(frozen=True, eq=False)
@@ -97,6 +98,8 @@ class CycleTable:
         self._capacity = capacity
         self._heavy_capacity = heavy_capacity
         self._on_new_pod = on_new_pod
+        self.decoded = DecodeMemo(platform)
+        """Decodes by pod content: a burst's replicas decode once (``pod_memo``)."""
         self._lock = threading.Lock()
         self._by_uid: OrderedDict[str, PodCycle] = OrderedDict()
         self._heavy: OrderedDict[int, PodCycle] = OrderedDict()  # id(cycle) -> cycle
@@ -116,7 +119,7 @@ class CycleTable:
         if known is not None:
             return self._retyped(known)
         nodes = self._nodes() if self._nodes is not None else None
-        cycle = PodCycle(decode_pod(self._platform, pod, key, version, nodes))
+        cycle = PodCycle(self.decoded.decode(pod, key, version, nodes))
         with self._lock:
             first_sight = table_key not in self._by_uid
             self._by_uid[table_key] = cycle
@@ -131,7 +134,7 @@ class CycleTable:
         """A cycle that is not kept (explain: it must leave no trace)."""
         key = pod_key(pod)
         nodes = self._nodes() if self._nodes is not None else None
-        return PodCycle(decode_pod(self._platform, pod, key, resource_version(pod), nodes))
+        return PodCycle(self.decoded.decode(pod, key, resource_version(pod), nodes))
 
     def _retyped(self, cycle: PodCycle) -> PodCycle:
         """A selection-typed pod whose placement was resolved against older nodes gets its

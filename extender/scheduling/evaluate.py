@@ -7,7 +7,9 @@ Costs that matter at thousands of nodes, and what is done about them:
   and not even that when the names equal one of the last two lists mapped on the same node
   set (``RowsMemo``): prioritize gets filter's answer, and the next pod's filter the same
   node list as this one's (~1 ms per call at 5,000 nodes; a list comparison is ~0.05 ms);
-- the fit kernel: prioritize follows filter for the same pod on (a subset of) the same nodes,
+- the fit kernel: the pods of a burst share one request (``scheduling.pod_memo``), so its fit
+  on every row is kept and only the rows that changed since are fitted again (``FitCache``);
+  prioritize follows filter for the same pod on (a subset of) the same nodes,
   usually at the same inventory generation, so the filter's fit is kept on the pod's cycle
   (``PodCycle.fit``) and sliced instead of recomputed;
 - template nodes (the ``Nodes`` form: nodes the inventory does not know) are fitted on a
@@ -24,7 +26,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from extender.core.fit import FitResult, fit
+from extender.core.fit import FitResult
+from extender.core.fit_cache import FitCache
 from extender.core.reasons import CodedRows, Reason
 from extender.core.request import PlacementRequest
 from extender.inventory.snapshot import ClusterSnapshot
@@ -78,7 +81,8 @@ class Evaluator:
                  check_cpu_memory: bool = False) -> None:
         self._platform = platform
         self._cycles = cycles
-        self._check_cpu_memory = check_cpu_memory
+        self.fits = FitCache(check_cpu_memory=check_cpu_memory)
+        """The fit of a burst's shared request, recomputed only on the rows that changed."""
         self.handoff = HandoffPools(platform.config.handoff)
         """Which pools cannot hand a share over (their rows refuse VRAM shares and
         fractions)."""
@@ -122,7 +126,7 @@ class Evaluator:
             if cached is not None:
                 self.fit_cache_hits += 1
                 return cached
-        result = fit(snapshot, placement, rows, check_cpu_memory=self._check_cpu_memory)
+        result = self.fits.fit(snapshot, placement, rows)
         if placement.request.kind in SHARE_KINDS:
             result = self._refuse_no_handoff(snapshot, result)
         if cycle is not None:

@@ -48,17 +48,25 @@ pod_key = objects.pod_key
 resource_version = objects.resource_version
 
 
+def invalid_shape(key: PodKey, version: str, problem: ShapeError) -> DecodedPod:
+    """A pod whose shape check failed: its request is invalid, with the field's path."""
+    return DecodedPod(key, version, None, None, f"invalid GPU request: {problem}", 0, 0, "")
+
+
 def decode_pod(platform: Platform, pod: Mapping[str, Any], key: PodKey,
-               version: str, nodes: Mapping[str, NodeInfo] | None = None) -> DecodedPod:
+               version: str, nodes: Mapping[str, NodeInfo] | None = None, *,
+               checked: bool = False) -> DecodedPod:
     """Decode ``pod`` (whose ``key`` and ``version`` the caller already read); ``nodes``, the
     inventory's node map, types a pod by its node selection.
 
-    The pod's shape is checked first (``kube.shape``): a part of the wrong JSON type makes the
-    request invalid with the field's path, before any decoder or learned state sees it."""
-    try:
-        check_pod(pod)
-    except ShapeError as exc:
-        return DecodedPod(key, version, None, None, f"invalid GPU request: {exc}", 0, 0, "")
+    The pod's shape is checked first (``kube.shape``; ``checked``: the caller did): a part of
+    the wrong JSON type makes the request invalid with the field's path, before any decoder or
+    learned state sees it."""
+    if not checked:
+        try:
+            check_pod(pod)
+        except ShapeError as exc:
+            return invalid_shape(key, version, exc)
     info = platform.pods.decode(pod, checked=True)
     error = None
     if info.request is None:

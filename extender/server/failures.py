@@ -6,6 +6,8 @@ pod, so messages are memoized and identical rows grouped with one ``np.unique``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import numpy.typing as npt
 
@@ -30,16 +32,28 @@ class ReasonMessages:
         self._catalog = catalog
         self._limit = limit
         self._cache: dict[tuple[int, int, int, int], str] = {}
+        self._last: tuple[GpuRequest | None, dict[tuple[int, int, int, int], str]] = (None, {})
+        """The last request object and its pod-dependent messages (a burst's replicas share
+        theirs: ``scheduling.pod_memo``); replaced as one tuple, so a thread never writes
+        into another request's texts."""
 
     def messages(self, code: npt.NDArray[np.int8], params: npt.NDArray[np.int64],
                  request: GpuRequest | None = None) -> list[str]:
         """``request``: the pod's, for the reasons whose text names what the pod asked
-        ("the pod accepts a100-80gb only (label ...)"); those are not memoized."""
+        ("the pod accepts a100-80gb only (label ...)"); those are memoized for the last
+        request object only."""
         if request is not None and POD_DEPENDENT & set(code.tolist()):
-            return [format_reason_for(self._catalog, request, *key) for key in zip(
-                code.tolist(), params[:, 0].tolist(), params[:, 1].tolist(),
-                params[:, 2].tolist(), strict=True)]
-        cache = self._cache
+            last = self._last
+            if last[0] is not request:
+                last = self._last = (request, {})
+            return self._texts(code, params, last[1],
+                               lambda *key: format_reason_for(self._catalog, request, *key))
+        return self._texts(code, params, self._cache,
+                           lambda *key: format_reason(self._catalog, *key))
+
+    def _texts(self, code: npt.NDArray[np.int8], params: npt.NDArray[np.int64],
+               cache: dict[tuple[int, int, int, int], str],
+               text_of: Callable[[int, int, int, int], str]) -> list[str]:
         if len(cache) > self._limit:
             cache.clear()
         out = []
@@ -48,7 +62,7 @@ class ReasonMessages:
         for key in keys:
             text = cache.get(key)
             if text is None:
-                text = format_reason(self._catalog, *key)
+                text = text_of(*key)
                 cache[key] = text
             out.append(text)
         return out

@@ -7,20 +7,25 @@ The model itself (``FragModel``, the FGD formulas): ``extender.core.fragmentatio
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Mapping
 
 import numpy as np
 import numpy.typing as npt
 
 from extender.catalog import Catalog
+from extender.core import fit as kernel
 from extender.core.fit import FitResult
 from extender.core.fragmentation.model import FragModel
 from extender.core.request import PlacementRequest
 from extender.core.rowops import group_starts
 from extender.core.workload import Shape, WorkloadMix
-from extender.inventory.snapshot import ClusterSnapshot
+from extender.inventory.snapshot import ClusterSnapshot, Derived, RowCache
 from extender.model import RequestKind
 from extender.units import MILLI
+
+KEPT_REQUESTS = 8
+"""Requests whose whole-GPU F after is kept per row (each (n_nodes,) floats)."""
 
 
 def sigmoid(value: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
@@ -38,6 +43,11 @@ class FragScorer:
         self.workload = workload
         self._model: FragModel | None = None
         self._version = -1
+        self._after = RowCache(max_keys=KEPT_REQUESTS)
+        """Whole-GPU F after on every row, per (model, request object, inventory)."""
+        self._seen: OrderedDict[PlacementRequest, None] = OrderedDict()
+        """Requests scored lately: the second call of one (a burst's replicas share it) starts
+        keeping its F after per row; a one-off request is not worth the fill."""
 
     def model(self) -> FragModel:
         workload = self.workload
@@ -99,6 +109,50 @@ class FragScorer:
             grid = np.full((len(rows), snapshot.n_gpus), np.inf)
             grid[pos, slot] = pairs
             return positions, rows, before, grid
+        if len(fit.rows) * 2 >= snapshot.n_nodes and self._again(req):
+            return self._whole_after_kept(snapshot, req, fit)
+        return self._whole_after(snapshot, req, fit)
+
+    def _again(self, req: PlacementRequest) -> bool:
+        seen = req in self._seen
+        self._seen[req] = None
+        self._seen.move_to_end(req)
+        while len(self._seen) > KEPT_REQUESTS:
+            self._seen.popitem(last=False)
+        return seen
+
+    def _whole_after_kept(self, snapshot: ClusterSnapshot, req: PlacementRequest,
+                          fit: FitResult
+                          ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64],
+                                     npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        """``_whole_after`` from F after kept per row: F after of a row is a function of that
+        row (its fit and its state), so only rows whose ``node_version`` changed are computed
+        again (their fit read from the caller's, which ``fit`` computed on this snapshot, or
+        computed without the CPU check: it only ever removes rows, and a row's F after does
+        not depend on it; a row kept without a value is never read while it stays as it is).
+        Keyed like ``core.fit_cache``: the model, the request object, whether DRA nodes
+        exist, the inventory's row cache."""
+        model = self.model()
+        positions = np.flatnonzero(fit.fits)
+        rows = fit.rows[positions]
+
+        def compute(snap: ClusterSnapshot, stale: npt.NDArray[np.int64]) -> Derived:
+            fitted = _fit_of_rows(snap, req, fit, stale)
+            out = np.full(len(stale), np.nan)
+            at, _, _, after = self._whole_after(snap, req, fitted)
+            out[at] = after
+            return (out,)
+
+        after = self._after.use((model, req, bool(snapshot.node_dra.shape[0]), snapshot.cache),
+                                snapshot, compute, lambda arrays: arrays[0].take(rows))
+        if np.isnan(after).any():  # a row the caller's fit passes and ``fit`` does not
+            return self._whole_after(snapshot, req, fit)
+        _, before = model.node_frag_cached(snapshot, rows)
+        return positions, rows, before, after
+
+    def _whole_after(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult
+                     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64],
+                                npt.NDArray[np.float64], npt.NDArray[np.float64]]:
         model, positions, rows, before, level_after, pos, slot = \
             self._prepare(snapshot, req, fit)
         # the lowest ``count`` GPUs with a unit are taken whole (x -> 0)
@@ -111,6 +165,21 @@ class FragScorer:
                                          x_after=np.zeros(len(pos), dtype=np.int64),
                                          sets=len(rows))
         return positions, rows, before, after
+
+
+def _fit_of_rows(snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult,
+                 rows: npt.NDArray[np.int64]) -> FitResult:
+    """The fit of a few snapshot ``rows``: sliced out of ``fit`` (the caller's, on this
+    snapshot) when it has them all, else computed."""
+    if len(rows) * 4 > len(fit.rows):  # the first fill, or many rows: the kernel
+        return kernel.fit(snapshot, req, rows)
+    where = np.full(snapshot.n_nodes, -1, dtype=np.int64)
+    where[fit.rows] = np.arange(len(fit.rows))
+    positions = where.take(rows)
+    if len(positions) and int(positions.min()) < 0:
+        return kernel.fit(snapshot, req, rows)
+    return FitResult(rows=rows, code=fit.code.take(positions), params=fit.params[positions],
+                     units=fit.units[positions])
 
 
 def unit_pairs(fit: FitResult, positions: npt.NDArray[np.int64]
