@@ -14,6 +14,12 @@ contract is the same as it was under Flask:
   the limit when chunked), 408 for one that does not arrive within
   ``--body-read-timeout``, 405 (``Allow: POST``) for another method;
 - the latency histogram and the decision counters per call, the debug log line.
+
+``create_app`` also offers the routes to the head-deadline worker (``runtime.direct``): for the
+plain heads kube-scheduler sends, the worker reads the body itself and calls ``answer_body``
+(the same decode, handle, metrics and log line as the WSGI path after its body read),
+``answer_late`` for a body past ``--body-read-timeout``; every other request comes here as
+WSGI.
 """
 
 from __future__ import annotations
