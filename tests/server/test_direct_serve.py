@@ -81,3 +81,4 @@ def test_direct_answers_are_counted(limited: tuple[int, int]) -> None:
             sock.sendall(head() + BODY)
             assert read_answer(sock).startswith(b"HTTP/1.1 200 OK")
     assert filters() == before + 3
+
