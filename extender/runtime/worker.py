@@ -319,7 +319,8 @@ class HeadDeadlineWorker(ThreadWorker):  # type: ignore[misc]
         else:
             future = self.tpool.submit(self._answer_direct, conn, request.route, body, close)
         future.add_done_callback(lambda done: self.method_queue.defer(
-            self._after_direct, conn, not done.cancelled() and done.result(), rest))
+            self._after_direct, conn,
+            not done.cancelled() and done.exception() is None and done.result(), rest))
 
     def _answer_direct(self, conn: TConn, route: DirectRoute, body: bytes, close: bool
                        ) -> bool:
@@ -343,7 +344,10 @@ class HeadDeadlineWorker(ThreadWorker):  # type: ignore[misc]
         if not keep:
             self._drop(conn)
         elif rest:
-            self._start_head(conn, handshaking=False, buffered=rest)
+            # the next request, from the event loop's queue: a nested call here would recurse
+            # once per request of a deep pipeline
+            self.method_queue.defer(partial(self._start_head, conn, handshaking=False,
+                                            buffered=rest))
         else:
             conn.sock.setblocking(False)
             conn.set_timeout()

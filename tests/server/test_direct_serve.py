@@ -8,6 +8,7 @@ from __future__ import annotations
 import http.client
 import re
 import socket
+import threading
 import time
 
 import orjson
@@ -100,3 +101,17 @@ def test_direct_answers_are_counted(limited: tuple[int, int]) -> None:
             assert read_answer(sock).startswith(b"HTTP/1.1 200 OK")
     assert filters() == before + 3
 
+
+
+def test_many_pipelined_requests_are_answered_in_order(limited: tuple[int, int]) -> None:
+    # one client keeps the pipe full: each buffered request is started from the event loop's
+    # queue, not by a nested call (a deep pipeline must not exhaust the stack)
+    port, _ = limited
+    count = 400
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
+        sender = threading.Thread(target=sock.sendall, args=((head() + BODY) * count,))
+        sender.start()
+        got = answers(sock, count)
+        sender.join(60)
+    assert len(got) == count
+    assert all(raw.startswith(b"HTTP/1.1 200 OK") for raw in got)
