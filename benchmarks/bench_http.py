@@ -37,6 +37,7 @@ import orjson
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
+from extender.runtime.direct import offer_direct_routes  # noqa: E402
 from extender.server.answers import Answer  # noqa: E402
 from extender.server.limits import DEFAULT_LIMITS  # noqa: E402
 from extender.server.verb_routes import VerbRoute, VerbRoutes  # noqa: E402
@@ -82,11 +83,24 @@ def routes_app() -> Any:
         return ANSWER
 
     route = VerbRoute("filter", orjson.loads, handle, lambda a, m: ANSWER,
-                      metrics=_Metrics(), limits=DEFAULT_LIMITS)  # type: ignore[arg-type]
+                      metrics=_Metrics(), limits=DEFAULT_LIMITS,  # type: ignore[arg-type]
+                      inline=True)
     return VerbRoutes(not_found, [route])
 
 
-APPS = {"flask": flask_app, "routes": routes_app}
+def direct_app() -> Any:
+    """``routes`` in front of Flask, offered to the worker as direct routes (what
+    ``server.app`` does): the head-deadline worker answers them without gunicorn's parser."""
+    from flask import Flask
+
+    app = Flask("bench")
+    routes = routes_app()
+    app.wsgi_app = routes  # type: ignore[method-assign]
+    offer_direct_routes(app, routes.routes)
+    return app
+
+
+APPS = {"flask": flask_app, "routes": routes_app, "direct": direct_app}
 
 
 def _environ(data: bytes) -> dict[str, Any]:
@@ -206,6 +220,8 @@ def main(argv: list[str] | None = None) -> int:
           f"load {os.getloadavg()[0]:.1f}")
     if args.part in ("wsgi", "both"):
         for name, make in APPS.items():
+            if name == "direct":
+                continue  # the same WSGI app as routes; direct differs only under gunicorn
             print(f"wsgi     {name:7s} {time_wsgi(make(), data, args.calls):8.1f} us CPU/call",
                   flush=True)
     if args.part in ("gunicorn", "both"):

@@ -149,37 +149,69 @@ def _wait_extender_nodes(cluster: LocalCluster, nodes: int, timeout_s: float = 3
 
 
 class BindClock:
-    """Stamps the first moment each pod is seen bound, from one raw watch stream."""
+    """Stamps the first moment each pod is seen bound, from a raw watch stream that renews
+    itself: when the stream ends or fails (the API server closes watches under load), it
+    watches again from the last resourceVersion seen, or re-lists (stamping the pods the list
+    shows bound and the stamps lack) when that version is gone, so every bind is counted."""
 
     def __init__(self, cluster: LocalCluster) -> None:
-        api = cluster.api()
-        listing = api.list_namespaced_pod(NAMESPACE, _preload_content=False)
-        version = orjson.loads(listing.data)["metadata"]["resourceVersion"]
-        self._response = api.list_namespaced_pod(
-            NAMESPACE, watch=True, resource_version=version, timeout_seconds=3600,
-            allow_watch_bookmarks=False, _preload_content=False)
+        self._api = cluster.api()
         self.stamps: dict[str, float] = {}
+        self.renewals = 0
+        """Watches opened again after the first one ended."""
         self._closed = False
+        self._version = self._list()
         self._thread = threading.Thread(target=self._run, name="bind-clock", daemon=True)
         self._thread.start()
 
+    def _list(self) -> str:
+        listing = orjson.loads(self._api.list_namespaced_pod(
+            NAMESPACE, _preload_content=False).data)
+        now = time.monotonic()
+        for pod in listing.get("items") or []:
+            self._stamp(pod, now)
+        return str(listing["metadata"]["resourceVersion"])
+
+    def _stamp(self, pod: dict[str, Any], now: float) -> None:
+        name = str((pod.get("metadata") or {}).get("name"))
+        if (pod.get("spec") or {}).get("nodeName") and name not in self.stamps:
+            self.stamps[name] = now
+
     def _run(self) -> None:
+        while not self._closed:
+            try:
+                self._watch()
+            except Exception as error:  # the stream is closed under us at the end of the run
+                if self._closed:
+                    return
+                print(f"bench_scheduler: the pod watch failed ({error!r}); renewing",
+                      file=sys.stderr)
+                time.sleep(0.2)
+            if self._closed:
+                return
+            self.renewals += 1
+
+    def _watch(self) -> None:
+        response = self._api.list_namespaced_pod(
+            NAMESPACE, watch=True, resource_version=self._version, timeout_seconds=3600,
+            allow_watch_bookmarks=True, _preload_content=False)
         buffer = b""
-        try:
-            for chunk in self._response.stream(65536):
-                buffer += chunk
-                *lines, buffer = buffer.split(b"\n")
-                now = time.monotonic()
-                for line in lines:
-                    if not line:
-                        continue
-                    pod = orjson.loads(line).get("object") or {}
-                    name = str((pod.get("metadata") or {}).get("name"))
-                    if (pod.get("spec") or {}).get("nodeName") and name not in self.stamps:
-                        self.stamps[name] = now
-        except Exception as error:  # the stream is closed under us at the end of the run
-            if not self._closed:
-                print(f"bench_scheduler: the pod watch failed: {error!r}", file=sys.stderr)
+        for chunk in response.stream(65536):
+            buffer += chunk
+            *lines, buffer = buffer.split(b"\n")
+            now = time.monotonic()
+            for line in lines:
+                if not line:
+                    continue
+                event = orjson.loads(line)
+                pod = event.get("object") or {}
+                if event.get("type") == "ERROR":  # 410: the version is gone
+                    self._version = self._list()
+                    return
+                version = (pod.get("metadata") or {}).get("resourceVersion")
+                if version:
+                    self._version = str(version)
+                self._stamp(pod, now)
 
     def close(self) -> None:
         # Closing the response from this thread would block on the SSL socket the reader is
@@ -303,6 +335,9 @@ def run(mode: str, nodes: int, pods: int, timeout_s: float,
                 spy.wait(60)
             scheduler.stop()
             clock.close()
+        if clock.renewals:
+            print(f"bench_scheduler: the pod watch was renewed {clock.renewals} times",
+                  file=sys.stderr)
         stamps = sorted(clock.stamps.values())
         burst = stamps[-1] - stamps[0] if len(stamps) > 1 else 0.0
         cpu = None

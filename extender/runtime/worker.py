@@ -23,6 +23,15 @@ The body is the application's business (``server/app.py`` reads it with its own 
 ``--body-read-timeout``). The deadline is checked by the event loop about once a second, so a
 stalled socket lives ``head_timeout`` to ``head_timeout + 1`` seconds.
 
+**Direct routes** (``runtime.direct``): when the app offers them, a request on one whose head
+is the plain shape kube-scheduler's Go client sends skips gunicorn's parser, environ and
+response object: the event loop reads its body too (without blocking, under the route's body
+deadline: a late body is answered 408 and closed), then the route answers it on the event
+loop's thread (``inline``: filter, prioritize) or on a pool thread (bind), and the answer goes
+out in one write; the connection then goes back to the kept-alive poller as gunicorn's own
+requests do. A stopping worker, the access log, a full keep-alive list or any other head send
+the request through gunicorn as before.
+
 This subclasses gunicorn 27's ``ThreadWorker`` (``accept``, ``enqueue_req``, ``murder_pending``
 and ``TConn``'s fields), hence the pin ``gunicorn>=27,<28`` in ``pyproject.toml``; the test
 ``tests/runtime/test_head_deadline.py`` drives it under real gunicorn.
@@ -46,6 +55,13 @@ from gunicorn import sock as gunicorn_sock
 from gunicorn.workers.gthread import STOP_KEEPALIVE_LINGER, TConn, ThreadWorker
 
 from extender.runtime.command import DEFAULT_HEAD_TIMEOUT_S
+from extender.runtime.direct import (
+    DirectRequest,
+    DirectRoute,
+    direct_routes,
+    parse_direct,
+    response_bytes,
+)
 
 _log = logging.getLogger(__name__)
 
@@ -70,6 +86,8 @@ class _Head:
     data: bytearray = field(default_factory=bytearray)
     events: int = 0
     """What the poller waits for (0: not registered)."""
+    direct: DirectRequest | None = None
+    """Set once the head is a direct route's: then the body is being read."""
 
 
 class _Progress:
@@ -83,12 +101,23 @@ class _Progress:
 class HeadDeadlineWorker(ThreadWorker):  # type: ignore[misc]
     """``worker_class`` for every gunicorn process here (``runtime.gunicorn``)."""
 
+    alive: bool
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.head_timeout_s = float(getattr(self.app, "head_timeout_s", DEFAULT_HEAD_TIMEOUT_S))
         self._heads: dict[TConn, _Head] = {}
         """Insertion order is deadline order (one timeout for all): the oldest first."""
+        self._bodies: dict[TConn, _Head] = {}
+        """Direct requests whose body is being read; deadline order as ``_heads``."""
         self._stop_by: float | None = None
+        self._direct: dict[bytes, DirectRoute] = {}
+
+    def run(self) -> None:
+        # the app is loaded by now (init_process); the access log needs gunicorn's request
+        if self.cfg.accesslog is None and self.cfg.keepalive:
+            self._direct = dict(direct_routes(self.wsgi))
+        super().run()
 
     # -- the event loop's side (gunicorn calls these on its main thread) ------------------
 
@@ -139,11 +168,25 @@ class HeadDeadlineWorker(ThreadWorker):  # type: ignore[misc]
                                          "bytes": len(head.data)}})
             self._finish(head)
             self._drop(head.conn)
+        while self._bodies:
+            head = next(iter(self._bodies.values()))
+            deadline = head.deadline if self._stop_by is None else min(head.deadline,
+                                                                       self._stop_by)
+            if deadline > now or head.direct is None:
+                break
+            self._finish(head)
+            request = head.direct
+            status, body = request.route.answer_late(len(head.data) - request.body_start,
+                                                     request.length)
+            with contextlib.suppress(OSError, ssl.SSLError):
+                head.conn.sock.send(response_bytes(status, body, close=True))
+            self._drop(head.conn)
 
     # -- head reading ----------------------------------------------------------------------
 
-    def _start_head(self, conn: TConn, *, handshaking: bool) -> None:
-        buffered = conn.parser.unreader.take_buffered() if conn.parser is not None else b""
+    def _start_head(self, conn: TConn, *, handshaking: bool, buffered: bytes = b"") -> None:
+        if conn.parser is not None:
+            buffered += conn.parser.unreader.take_buffered()
         head = _Head(conn, time.monotonic() + self.head_timeout_s, handshaking,
                      bytearray(buffered))
         self._heads[conn] = head
@@ -155,9 +198,20 @@ class HeadDeadlineWorker(ThreadWorker):  # type: ignore[misc]
 
     def _advance(self, head: _Head) -> None:
         progress = self._read(head)
+        if progress == _Progress.DONE and head.direct is None and self._direct:
+            head.direct = self._direct_request(head)
+            if head.direct is not None and len(head.data) < head.direct.end:
+                # the body is still arriving: read on, under the route's body deadline
+                self._heads.pop(head.conn, None)
+                head.deadline = time.monotonic() + head.direct.route.body_read_timeout_s
+                self._bodies[head.conn] = head
+                progress = self._read(head)
         if progress == _Progress.DONE:
             self._finish(head)
-            self._dispatch(head)
+            if head.direct is not None:
+                self._serve_direct(head.conn, head.direct, head.data)
+            else:
+                self._dispatch(head)
         elif progress in (_Progress.READ, _Progress.WRITE):
             wanted = selectors.EVENT_READ if progress == _Progress.READ else selectors.EVENT_WRITE
             if head.events == 0:
@@ -173,7 +227,7 @@ class HeadDeadlineWorker(ThreadWorker):  # type: ignore[misc]
             self._drop(head.conn)
 
     def _read(self, head: _Head) -> str:
-        if not head.handshaking and _complete(head.data):
+        if not head.handshaking and self._complete(head):
             return _Progress.DONE
         sock = head.conn.sock
         try:
@@ -185,9 +239,9 @@ class HeadDeadlineWorker(ThreadWorker):  # type: ignore[misc]
                 if not chunk:
                     return _Progress.CLOSED
                 head.data += chunk
-                if _complete(head.data):
+                if self._complete(head):
                     return _Progress.DONE
-                if len(head.data) > MAX_HEAD_BYTES:
+                if head.direct is None and len(head.data) > MAX_HEAD_BYTES:
                     return _Progress.TOO_LARGE
         except ssl.SSLWantReadError:
             return _Progress.READ
@@ -200,9 +254,15 @@ class HeadDeadlineWorker(ThreadWorker):  # type: ignore[misc]
                        extra={"fields": {"client": str(head.conn.client), "error": str(exc)}})
             return _Progress.CLOSED
 
+    @staticmethod
+    def _complete(head: _Head) -> bool:
+        return len(head.data) >= head.direct.end if head.direct is not None \
+            else _complete(head.data)
+
     def _finish(self, head: _Head) -> None:
         """No longer waiting for this head: off the poller and the deadline list."""
         self._heads.pop(head.conn, None)
+        self._bodies.pop(head.conn, None)
         if head.events:
             with contextlib.suppress(KeyError, ValueError, OSError):
                 self.poller.unregister(head.conn.sock)
@@ -221,6 +281,81 @@ class HeadDeadlineWorker(ThreadWorker):  # type: ignore[misc]
     def _drop(self, conn: TConn) -> None:
         self.nr_conns -= 1
         conn.close()
+
+    # -- direct routes (runtime.direct) ------------------------------------------------------
+
+    def _direct_request(self, head: _Head) -> DirectRequest | None:
+        """The head's direct request, if it is one and this worker may answer it itself
+        (alive, room on the keep-alive list: otherwise gunicorn answers, closing)."""
+        if not self.alive or len(self.keepalived_conns) >= self.max_keepalived:
+            return None
+        return parse_direct(head.data, self._direct)
+
+    def _serve_direct(self, conn: TConn, request: DirectRequest, data: bytearray) -> None:
+        body = bytes(data[request.body_start:request.end])
+        rest = bytes(data[request.end:])  # a pipelined next request
+        self.nr += 1
+        close = request.close
+        if self.nr >= self.max_requests:
+            if self.alive:
+                self.log.info("Autorestarting worker after current request.")
+                self.alive = False
+            close = True
+        if request.route.inline:
+            status, answer = request.route.answer_body(body)
+            payload = response_bytes(status, answer, close=close)
+            try:
+                sent = conn.sock.send(payload)  # non-blocking: never stalls the event loop
+            except (BlockingIOError, ssl.SSLWantWriteError):
+                sent = 0
+            except (OSError, ssl.SSLError):
+                self._drop(conn)
+                return
+            if sent == len(payload):
+                self._after_direct(conn, not close, rest)
+                return
+            # the client reads slowly: a pool thread writes the rest, under the deadline
+            future = self.tpool.submit(self._send, conn, request.route, payload[sent:], close)
+        else:
+            future = self.tpool.submit(self._answer_direct, conn, request.route, body, close)
+        future.add_done_callback(lambda done: self.method_queue.defer(
+            self._after_direct, conn,
+            not done.cancelled() and done.exception() is None and done.result(), rest))
+
+    def _answer_direct(self, conn: TConn, route: DirectRoute, body: bytes, close: bool
+                       ) -> bool:
+        """Answer and write the answer (a pool thread); whether the connection stays."""
+        status, answer = route.answer_body(body)
+        return self._send(conn, route, response_bytes(status, answer, close=close), close)
+
+    @staticmethod
+    def _send(conn: TConn, route: DirectRoute, payload: bytes, close: bool) -> bool:
+        try:
+            conn.sock.settimeout(route.body_read_timeout_s)
+            conn.sock.sendall(payload)
+        except (OSError, ssl.SSLError) as exc:
+            _log.debug("answer not sent", extra={"fields": {"client": str(conn.client),
+                                                            "error": str(exc)}})
+            return False
+        return not close
+
+    def _after_direct(self, conn: TConn, keep: bool, rest: bytes) -> None:
+        """On the event loop: the connection back to the kept-alive poller, or closed."""
+        if not keep:
+            self._drop(conn)
+        elif rest:
+            # the next request, from the event loop's queue: a nested call here would recurse
+            # once per request of a deep pipeline
+            self.method_queue.defer(partial(self._start_head, conn, handshaking=False,
+                                            buffered=rest))
+        else:
+            conn.sock.setblocking(False)
+            conn.set_timeout()
+            if not self.alive:
+                conn.timeout = min(conn.timeout, time.monotonic() + STOP_KEEPALIVE_LINGER)
+            self.keepalived_conns.append(conn)
+            self.poller.register(conn.sock, selectors.EVENT_READ,
+                                 partial(self.on_client_socket_readable, conn))
 
 
 def _complete(data: bytearray) -> bool:

@@ -54,9 +54,10 @@ def pick(names: Sequence[str], positions: npt.NDArray[np.intp]) -> list[str]:
 
 
 def _names_json(names: Sequence[str]) -> bytes | None:
-    """``"a","b"`` if it can be stamped safely, else ``None``."""
+    """``"a","b"`` if it can be stamped safely, else ``None``: no escapes, and no comma inside
+    a name (``","`` is the separator the stampers split on; a name ``,`` would be one)."""
     encoded = orjson.dumps(list(names))
-    if b"\\" in encoded:
+    if b"\\" in encoded or encoded.count(b",") != max(len(names) - 1, 0):
         return None
     return encoded[1:-1]
 

@@ -16,6 +16,7 @@ from flask import Flask, Response, request
 from prometheus_client import CONTENT_TYPE_LATEST
 from werkzeug.exceptions import HTTPException
 
+from extender.runtime.direct import offer_direct_routes
 from extender.server.answers import encode_document
 from extender.server.debug import register_debug_routes
 from extender.server.limits import DEFAULT_LIMITS, RequestLimits
@@ -43,12 +44,13 @@ def create_app(service: ExtenderService, *, debug_endpoints: bool = True,
     app.config["MAX_CONTENT_LENGTH"] = limits.max_body_bytes
     verbs = service.verbs
     metrics = service.metrics
-    app.wsgi_app = VerbRoutes(app.wsgi_app, [  # type: ignore[method-assign]
+    routes = VerbRoutes(app.wsgi_app, [
         VerbRoute("filter", decode_extender_args, verbs.filter,
                   lambda args, message: encode_document(filter_error(args, message)),
-                  metrics=metrics, limits=limits),
+                  metrics=metrics, limits=limits, inline=True),
         VerbRoute("prioritize", decode_extender_args, verbs.prioritize,
-                  lambda args, message: NO_PRIORITIES, metrics=metrics, limits=limits),
+                  lambda args, message: NO_PRIORITIES, metrics=metrics, limits=limits,
+                  inline=True),
         VerbRoute("bind", decode_binding_args, verbs.bind,
                   lambda args, message: encode_document(ExtenderBindingResult(Error=message)),
                   metrics=metrics, limits=limits),
@@ -56,6 +58,9 @@ def create_app(service: ExtenderService, *, debug_endpoints: bool = True,
         VerbRoute("preempt", decode_preemption_args, service.preempt,
                   lambda args, message: NO_VICTIMS, metrics=metrics, limits=limits),
     ])
+    app.wsgi_app = routes  # type: ignore[method-assign]
+    # the head-deadline worker answers the verbs' plain requests itself (runtime.direct)
+    offer_direct_routes(app, routes.routes)
 
     @app.get("/healthz")
     def healthz() -> Response:

@@ -14,6 +14,12 @@ contract is the same as it was under Flask:
   the limit when chunked), 408 for one that does not arrive within
   ``--body-read-timeout``, 405 (``Allow: POST``) for another method;
 - the latency histogram and the decision counters per call, the debug log line.
+
+``create_app`` also offers the routes to the head-deadline worker (``runtime.direct``): for the
+plain heads kube-scheduler sends, the worker reads the body itself and calls ``answer_body``
+(the same decode, handle, metrics and log line as the WSGI path after its body read),
+``answer_late`` for a body past ``--body-read-timeout``; every other request comes here as
+WSGI.
 """
 
 from __future__ import annotations
@@ -50,7 +56,9 @@ class VerbRoute(Generic[Args]):
 
     def __init__(self, verb: str, decode: Callable[[bytes], Args],
                  handle: Callable[[Args], Answer], failure: Callable[[Args, str], Answer], *,
-                 metrics: ExtenderMetrics, limits: RequestLimits) -> None:
+                 metrics: ExtenderMetrics, limits: RequestLimits, inline: bool = False) -> None:
+        """``inline``: the worker may answer it on its event-loop thread (``runtime.direct``):
+        short CPU-only verbs that kube-scheduler calls one at a time (filter, prioritize)."""
         self.verb = verb
         self._decode = decode
         self._handle = handle
@@ -58,19 +66,45 @@ class VerbRoute(Generic[Args]):
         self._metrics = metrics
         self._observe = metrics.observe_latency[verb]
         self._limits = limits
+        self.inline = inline
+
+    # -- what the head-deadline worker calls directly (``runtime.direct.DirectRoute``) -------
+
+    @property
+    def max_body_bytes(self) -> int:
+        return self._limits.max_body_bytes
+
+    @property
+    def body_read_timeout_s(self) -> float:
+        return self._limits.body_read_timeout_s
+
+    def answer_late(self, received: int, length: int) -> tuple[int, bytes]:
+        self._metrics.decision(self.verb, "malformed")
+        return 408, _error(f"body: not received within "
+                           f"{self._limits.body_read_timeout_s:g} s")
+
+    def answer_body(self, body: bytes) -> tuple[int, bytes]:
+        try:
+            return self._answer_body(body, time.perf_counter())
+        except Exception as exc:  # a bug here must still never send a traceback
+            _log.exception("request failed", extra={"fields": {"path": self.verb}})
+            return 500, _error(f"internal error: {type(exc).__name__}")
+
+    # -- the WSGI side -------------------------------------------------------------------------
 
     def answer(self, environ: Mapping[str, Any]) -> tuple[int, bytes]:
         started = time.perf_counter()
-        verb, metrics = self.verb, self._metrics
         try:
             body = read_body(environ, self._limits)
         except TimeoutError:
-            metrics.decision(verb, "malformed")
-            return 408, _error(f"body: not received within "
-                               f"{self._limits.body_read_timeout_s:g} s")
+            return self.answer_late(0, 0)
         except BodyTooLargeError as exc:
-            metrics.decision(verb, "malformed")
+            self._metrics.decision(self.verb, "malformed")
             return 413, _error(f"413 Request Entity Too Large: body: {exc}")
+        return self._answer_body(body, started)
+
+    def _answer_body(self, body: bytes, started: float) -> tuple[int, bytes]:
+        verb, metrics = self.verb, self._metrics
         try:
             args = self._decode(body)
         except WireError as exc:
@@ -101,6 +135,11 @@ class VerbRoutes:
     def __init__(self, fallback: WsgiApp, routes: Iterable[VerbRoute[Any]]) -> None:
         self._fallback = fallback
         self._routes = {f"/{route.verb}": route for route in routes}
+
+    @property
+    def routes(self) -> dict[str, VerbRoute[Any]]:
+        """Path -> route (what the worker may answer directly: ``runtime.direct``)."""
+        return dict(self._routes)
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]
                  ) -> Iterable[bytes]:

@@ -181,7 +181,13 @@ def test_stalled_client_hellos_do_not_delay_a_mutual_tls_verb(
         conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=LEGIT_TIMEOUT_S,
                                            context=context)
         conn.request("GET", "/healthz")
-        assert conn.getresponse().status == 200
+        assert conn.getresponse().read() and conn.sock is not None
+        for _ in range(2):  # a verb over TLS on the kept-alive connection: the direct path
+            conn.request("POST", "/filter", body=(REPO / "tests" / "data" /
+                                                  "filter_untyped_nodenames.json").read_bytes(),
+                         headers={"Content-Type": "application/json"})
+            response = conn.getresponse()
+            assert response.status == 200 and b"NodeNames" in response.read()
         assert all(still_open(sock) for sock in stalls)
         done.close()
         for sock in stalls:
