@@ -8,7 +8,8 @@ Usage (from the repository root)::
 Each round runs one replay per tree, alternating (base, this tree, base, ...), each in its own
 process (``PYTHONPATH=<tree>``, this virtual environment), so that both see the same load.
 Prints every replay's wall time (``ReplayResult.wall_seconds``: the replay loop, not the
-trace loading), the median per tree and their ratio, the load average before and after, and
+trace loading) and its process CPU time (what it was given: less sensitive to the others'
+load than wall time), the medians per tree and their ratios, the load average before and after, and
 whether the two trees agree on every point of the allocation curve, on placed and failed
 pods and on the bill, rounded to 4 decimals (exit status 1 if not).
 """
@@ -28,15 +29,18 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 
 CHILD = """
-import json, sys
+import json, sys, time
 from extender.simulator.replay import Replay, ReplayOptions
 from extender.simulator.scenario import openb_scenario
 from extender.simulator.trace import load_trace
 nodes, pods, policy, seed = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 import extender
 scenario = openb_scenario(load_trace(nodes, pods), pods_source=pods, nodes_source=nodes)
-result = Replay(scenario, ReplayOptions(policy=policy, seed=seed)).run()
-print(json.dumps({"tree": extender.__file__, "wall": result.wall_seconds,
+replay = Replay(scenario, ReplayOptions(policy=policy, seed=seed))
+started = time.process_time()
+result = replay.run()
+cpu = time.process_time() - started
+print(json.dumps({"tree": extender.__file__, "wall": result.wall_seconds, "cpu": cpu,
                   "placed": result.placed, "failed": result.failed,
                   "cost": round(result.cost_per_hour, 4),
                   "curve": [[p.arrived_pct, round(p.unallocated_pct, 4),
@@ -79,12 +83,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             record = replay_in(tree, nodes, pods, args.policy, args.seed)
             runs[name].append(record)
             unalloc = dict((p[0], p[1]) for p in record["curve"]).get(100)
-            print(f"round {round_ + 1} {name}: {record['wall']:.2f} s, unallocated at 100 % "
+            print(f"round {round_ + 1} {name}: {record['wall']:.2f} s wall, {record['cpu']:.2f} s "
+                  f"CPU, unallocated at 100 % "
                   f"{unalloc}", flush=True)
     print(f"load after: {os.getloadavg()[0]:.2f}")
-    base = statistics.median(r["wall"] for r in runs["base"])
-    this = statistics.median(r["wall"] for r in runs["this"])
-    print(f"median wall: base {base:.2f} s, this tree {this:.2f} s, speed-up {base / this:.2f} x")
+    for key, what in (("wall", "wall"), ("cpu", "CPU time")):
+        base = statistics.median(r[key] for r in runs["base"])
+        this = statistics.median(r[key] for r in runs["this"])
+        print(f"median {what}: base {base:.2f} s, this tree {this:.2f} s, speed-up "
+              f"{base / this:.2f} x")
     agree = all(same(runs["base"][0], r) for r in runs["base"] + runs["this"])
     print("results identical to 4 decimals (curve, placed, failed, bill):", agree)
     return 0 if agree else 1
