@@ -170,6 +170,68 @@ def versus_fgd(rows: Rows, paper: dict[tuple[str, str], dict[int, float]],
     return [*lines, ""]
 
 
+def _per_seed(rows: Rows, trace: str, policy: str, column: str) -> dict[str, float]:
+    return {r["seed"]: float(r[column]) for r in rows
+            if r["trace"] == trace and r["policy"] == policy and r.get(column)}
+
+
+def _ratio_of(rows: Rows, trace: str, column: str) -> float | None:
+    """Median over seeds of the default's ``column`` over FGD's (same seed)."""
+    fgd = _per_seed(rows, trace, "fgd", column)
+    ours = _per_seed(rows, trace, DEFAULT, column)
+    return _median([ours[s] / fgd[s] for s in set(fgd) & set(ours) if fgd[s] > 0])
+
+
+TARGET = 0.8
+"""Issue 27: at most this times FGD's unallocated % on at least half of the traces."""
+
+
+def sweep_table(rows: Rows, bounds: dict[str, dict[str, float]]) -> list[str]:
+    """The issue-27 report (``benchmarks/placement_sweep.py``): per trace, the default against
+    FGD at 100 % arrived over the seeds both ran, the bill over FGD's, the limits and the gap
+    to the IP limit; above it, the count of traces meeting each target."""
+    traces = _sort_traces({r["trace"] for r in rows if not r["trace"].startswith("spot")})
+    body: list[str] = []
+    at_most = within = 0
+    counts: list[int] = []
+    for trace in traces:
+        fgd = _per_seed(rows, trace, "fgd", "unalloc_100")
+        ours = _per_seed(rows, trace, DEFAULT, "unalloc_100")
+        paired = sorted(set(fgd) & set(ours), key=int)
+        if not paired:
+            continue
+        f_med = statistics.median(fgd[s] for s in paired)
+        o_med = statistics.median(ours[s] for s in paired)
+        ratios = [ours[s] / fgd[s] for s in paired if fgd[s] > 0]
+        ratio = _median(ratios)
+        at_most += o_med <= f_med
+        within += ratio is not None and ratio <= TARGET
+        counts.append(len(paired))
+        bills = " / ".join(_fmt(_ratio_of(rows, trace, f"bill_{k}")) for k in (25, 50, 75))
+        limit = bounds.get(trace, {})
+        lp = limit.get("config_lp", limit.get("pooled_lp"))
+        ip = limit.get("config_ip", limit.get("pooled_ip"))
+        gap = "-" if ip is None else f"{o_med - ip:.2f} / {f_med - ip:.2f}"
+        won = sum(ours[s] < fgd[s] for s in paired)
+        body.append(
+            f"| {trace} | {len(paired)} | {f_med:.2f} [{_spread([fgd[s] for s in paired])}] | "
+            f"**{o_med:.2f}** [{_spread([ours[s] for s in paired])}] | {_fmt(ratio)} "
+            f"[{_spread(ratios)}] | {won}/{len(paired)} | {bills} | {_fmt(lp)} / {_fmt(ip)} "
+            f"| {gap} |")
+    n = len(body)
+    seeds = f"{min(counts)}-{max(counts)}" if counts and min(counts) != max(counts) else \
+        str(counts[0] if counts else 0)
+    return [
+        f"Unallocated GPU % at 100 % arrived, medians over the seeds both policies ran "
+        f"({seeds} per trace). The default at or below FGD on **{at_most} of {n}** traces; "
+        f"at most {TARGET} x FGD (median of per-seed ratios) on **{within} of {n}** "
+        f"(target: every trace, and at least half).", "",
+        "| trace | seeds | FGD [min-max] | **default** [min-max] | ratio, median of per-seed "
+        "[min-max] | seeds won | bill @ 25 / 50 / 75 % over FGD | LP / IP limit | gap to the "
+        "IP limit, default / FGD |",
+        "|---|---:|---:|---:|---:|---:|---|---:|---:|", *body]
+
+
 def write_table(rows: Rows, paper: dict[tuple[str, str], dict[int, float]],
                 path: Path, bounds: dict[str, dict[str, float]] | None = None) -> None:
     traces = _sort_traces({r["trace"] for r in rows if not r["trace"].startswith("spot")})

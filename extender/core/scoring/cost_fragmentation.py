@@ -399,10 +399,10 @@ class CostFragmentation:
             self._cpu_model = model
         if self._cpu_per_gpu <= 0:
             return True
-        free_gpus = float(free_by_type(snapshot).sum())
         rows = snapshot.valid_rows()
-        with_gpus = rows[row_any(snapshot.gpu_type[rows] >= 0)]
-        free_cpu = float(snapshot.cpu_free[with_gpus].sum())
+        used, count = used_total(snapshot, rows)  # row cache: one changed row per placement
+        free_gpus = float((count - used).sum())
+        free_cpu = float(snapshot.cpu_free[rows][count > 0].sum())
         return free_gpus <= 0 or self._cpu_per_gpu * free_gpus <= self.cpu_room * free_cpu
 
     def _claims(self, snapshot: ClusterSnapshot) -> npt.NDArray[np.float64]:
