@@ -231,7 +231,8 @@ class PodDecoder:
             known = [RESOURCE_MIG_PREFIX + p for p in self._catalog.mig.names]
             raise RequestError(field, name, "unknown MIG profile" + did_you_mean(name, known),
                                join_accepted(known))
-        return Amount(RequestKind.MIG, gpu_count(count, value, field), 0, profile, field)
+        return Amount(RequestKind.MIG, gpu_count(count, value, field), 0, profile, field,
+                      written=value)
 
     # -- type ------------------------------------------------------------------------------
 
@@ -247,10 +248,11 @@ class PodDecoder:
             assert request.mig_profile is not None
             with_profile = catalog.types_with_mig_profile(request.mig_profile)
             if not candidates & with_profile:
-                raise RequestError(field, RESOURCE_MIG_PREFIX + request.mig_profile,
-                                   f"no accepted GPU type has MIG profile {request.mig_profile} "
-                                   f"(accepted types: {catalog.describe(candidates)})",
-                                   "types with that profile: "
+                accepts = catalog.describe(candidates) or "none, after its exclusions"
+                raise RequestError(field, written if written is not None else request.count,
+                                   f"no GPU type the pod accepts ({accepts}) has MIG profile "
+                                   f"{request.mig_profile}",
+                                   f"a GPU type with MIG profile {request.mig_profile}: "
                                    + (catalog.describe(with_profile) or "none"))
         elif request.kind is RequestKind.VRAM:
             largest = max((catalog.types[t].memory_mib for t in candidates), default=0)

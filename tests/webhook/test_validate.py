@@ -24,9 +24,9 @@ WEBHOOK = admission(typeLabel="gke")
       "l4, l40s, p100, rtx-pro-6000, t4, v100, v100-16gb, v100-32gb)",
       id="unknown type, with the accepted ids"),
     P(make_pod("p").mig("1g.5gb").accelerator("h100-80gb"),
-      "gpu-extender: spec.containers[0].resources.limits[nvidia.com/mig-1g.5gb]="
-      "\"nvidia.com/mig-1g.5gb\": no accepted GPU type has MIG profile 1g.5gb (accepted types: "
-      "h100-80gb) (accepted: types with that profile: a100-40gb)",
+      "gpu-extender: spec.containers[0].resources.limits[nvidia.com/mig-1g.5gb]=\"1\": no "
+      "GPU type the pod accepts (h100-80gb) has MIG profile 1g.5gb (accepted: a GPU type with "
+      "MIG profile 1g.5gb: a100-40gb)",
       id="a MIG profile the type cannot have"),
     P(make_pod("p").gpu_memory("100Gi").accelerator("l4"),
       "gpu-extender: spec.containers[0].resources.limits[gpu-extender.io/gpu-memory]="
