@@ -1,6 +1,10 @@
 """Why a node does not fit: a closed set of codes, each with its verdict and a message template
 filled with numbers. Messages are formatted once per distinct (code, numbers) group, not once
-per node: a 10,000-node filter answer has few distinct reasons."""
+per node: a 10,000-node filter answer has few distinct reasons.
+
+Every message starts with "node" (or kube's own "insufficient"): kube-scheduler puts the count
+of nodes before it ("0/4 nodes are available: 1 node has 1/4 accepted GPUs in use; ..."), so a
+message that began with a number would read "1 1/4 ..."."""
 
 from __future__ import annotations
 
@@ -95,26 +99,29 @@ _TEMPLATES: dict[Reason, Callable[[Catalog, Numbers], str]] = {
     Reason.TYPE_MISMATCH: lambda cat, n:
         f"node has {_types(cat, n.have, n.among)} GPUs; the pod accepts other types",
     Reason.PROTECTED: lambda cat, n:
-        f"{_types(cat, n.have, n.among)} is protected: untyped GPU pods may not use it (name "
-        "the type in label gpu-extender.io/accelerator, or ask for a namespace allowance)",
+        f"node's {_types(cat, n.have, n.among)} is protected: untyped GPU pods may not use it "
+        "(name the type in label gpu-extender.io/accelerator, or ask for a namespace "
+        "allowance)",
     Reason.TOO_FEW_GPUS: lambda cat, n:
         f"node has {n.have} GPU(s) of accepted types; the pod needs {n.need} distinct GPUs",
     Reason.TOO_LITTLE_VRAM: lambda cat, n:
-        f"largest accepted GPU has {n.have} MiB VRAM; the pod needs {n.need} MiB",
+        f"node's largest accepted GPU has {n.have} MiB VRAM; the pod needs {n.need} MiB",
     Reason.NOT_TIME_SLICED: lambda cat, n:
         f"node has {n.have} GPU(s) of accepted types time-sliced as nvidia.com/gpu.shared; "
         f"the pod needs {n.need}",
     Reason.NO_MIG_PROFILE: lambda cat, n:
-        "no accepted GPU on the node is partitioned for this MIG profile",
+        "node has no accepted GPU partitioned for this MIG profile",
     Reason.TOO_FEW_MIG_INSTANCES: lambda cat, n:
         f"node can hold at most {n.have} instance(s) of this MIG profile; the pod needs "
         f"{n.need}",
     Reason.MIG_PARTITIONED: lambda cat, n:
-        f"all {n.have} accepted GPU(s) are MIG-partitioned; only MIG instances may use them",
+        f"node's {n.have} accepted GPU(s) are all MIG-partitioned; only MIG instances may use "
+        "them",
     Reason.BOUND_ELSEWHERE: lambda cat, n:
-        "the pod is already bound to another node (its Binding went through)",
+        "node is not the pod's: it is already bound to another node (its Binding went "
+        "through)",
     Reason.NO_HANDOFF: lambda cat, n:
-        "the node's pool cannot hand a VRAM share or fraction to a container (handoff: none; "
+        "node's pool cannot hand a VRAM share or fraction to a container (handoff: none; "
         "on GKE no NVIDIA runtime reads it): ask nvidia.com/gpu: 1 on a time-sharing pool "
         "instead",
     Reason.DRA_MANAGED: lambda cat, n:
@@ -122,20 +129,20 @@ _TEMPLATES: dict[Reason, Callable[[Catalog, Numbers], str]] = {
         "asked as nvidia.com/gpu through a DeviceClass with extendedResourceName, are "
         "placed there; VRAM shares, fractions, MIG and time-slices are not",
     Reason.UNHEALTHY: lambda cat, n:
-        f"{n.have} of the node's accepted GPUs are unhealthy; {n.among} healthy, the pod "
-        f"needs {n.need}",
+        f"node has {n.have} unhealthy accepted GPU(s); {n.among} healthy, the pod needs "
+        f"{n.need}",
     Reason.GPUS_BUSY: lambda cat, n:
-        f"{n.have}/{n.among} accepted GPUs in use; the pod needs {n.need} free",
+        f"node has {n.have}/{n.among} accepted GPUs in use; the pod needs {n.need} free",
     Reason.VRAM_BUSY: lambda cat, n:
-        f"{n.among}/{n.among} accepted GPUs lack free VRAM: need {n.need} MiB, best free "
-        f"{n.have} MiB",
+        f"node's {n.among}/{n.among} accepted GPUs lack free VRAM: need {n.need} MiB, best "
+        f"free {n.have} MiB",
     Reason.REPLICAS_BUSY: lambda cat, n:
-        f"{n.have} time-sliced GPU(s) have a free replica; the pod needs {n.need}",
+        f"node has {n.have} time-sliced GPU(s) with a free replica; the pod needs {n.need}",
     Reason.MIG_BUSY: lambda cat, n:
-        f"{n.have} free placement(s) for this MIG profile; the pod needs {n.need}",
+        f"node has {n.have} free placement(s) for this MIG profile; the pod needs {n.need}",
     Reason.FRACTION_BUSY: lambda cat, n:
-        f"{n.among}/{n.among} accepted GPUs lack a free share: need {n.need}/1000 of a GPU, "
-        f"best free {n.have}/1000",
+        f"node's {n.among}/{n.among} accepted GPUs lack a free share: need {n.need}/1000 of a "
+        f"GPU, best free {n.have}/1000",
     Reason.CPU_BUSY: lambda cat, n:
         f"insufficient cpu: {n.have}m free, the pod needs {n.need}m",
     Reason.MEMORY_BUSY: lambda cat, n:
@@ -190,7 +197,7 @@ def format_reason_for(catalog: Catalog, request: GpuRequest, code: int,
     if code == Reason.TOO_FEW_GPUS and request.kind is RequestKind.WHOLE and numbers.have == 0:
         # For nvidia.com/gpu, a node whose accepted GPUs are neither MIG-partitioned (an
         # earlier check) nor capable has them all time-sliced as nvidia.com/gpu.shared.
-        return (f"the node's accepted GPUs are time-sliced under {RESOURCE_GPU_SHARED}; the pod "
+        return (f"node's accepted GPUs are time-sliced under {RESOURCE_GPU_SHARED}; the pod "
                 f"asks {RESOURCE_GPU} (ask {RESOURCE_GPU_SHARED}: {numbers.need} for a replica)")
     return format_reason(catalog, code, *params)
 

@@ -103,18 +103,19 @@ CASES = [
                       ("1/1 accepted GPUs in use",), before=[(whole(1), "n")] * 4),
                  id="all 4 replicas of a time-sliced L4 used: the fifth pod waits"),
     pytest.param(Case([node("n", "a100-80gb", 2, mig="dynamic")], whole(1),
-                      Reason.MIG_PARTITIONED, ("all 2 accepted GPU(s) are MIG-partitioned",),
+                      Reason.MIG_PARTITIONED,
+                      ("node's 2 accepted GPU(s) are all MIG-partitioned",),
                       namespace="research"),
                  id="whole GPUs never come from MIG-partitioned GPUs: unresolvable"),
     pytest.param(Case([node("n", "a100-80gb", 2, mig="dynamic")], fraction(500),
                       Reason.MIG_PARTITIONED, ("MIG-partitioned",), namespace="research"),
                  id="a fraction on MIG-partitioned GPUs says so (not 'no MIG profile')"),
     pytest.param(Case([node("n", "t4", 2, healthy=False)], whole(1), Reason.UNHEALTHY,
-                      ("2 of the node's accepted GPUs are unhealthy", "0 healthy",
+                      ("node has 2 unhealthy accepted GPU(s)", "0 healthy",
                        "needs 1")),
                  id="unhealthy GPUs never count: 2 unhealthy, 0 healthy, 1 needed"),
     pytest.param(Case([node("n", gpus=[gpu("t4", 0), gpu("t4", 1, healthy=False)])], whole(2),
-                      Reason.UNHEALTHY, ("1 of the node's", "1 healthy", "needs 2")),
+                      Reason.UNHEALTHY, ("node has 1 unhealthy", "1 healthy", "needs 2")),
                  id="2 GPUs asked, 1 of 2 unhealthy: 1 healthy < 2"),
     # -- time-slice replicas
     pytest.param(Case([node("n", "t4", 2)], request("shared", 1), Reason.NOT_TIME_SLICED,
@@ -123,7 +124,7 @@ CASES = [
     pytest.param(Case([node("n", gpus=[gpu("l4", 0, replicas=2, shared=True),
                                        gpu("l4", 1, replicas=2, shared=True)])],
                       request("shared", 2), Reason.REPLICAS_BUSY,
-                      ("1 time-sliced GPU(s) have a free replica", "needs 2"),
+                      ("node has 1 time-sliced GPU(s) with a free replica", "needs 2"),
                       before=[(request("shared", 1), "n"), (request("shared", 1), "n")]),
                  # both pods packed GPU 0 (fewest free replicas first): GPU 1 alone has one
                  id="2 replicas on 2 distinct GPUs: GPU 0 is full, only GPU 1 has one"),
@@ -264,5 +265,5 @@ def test_fit_on_many_nodes_gives_each_row_its_verdict_and_message() -> None:
         [Verdict.FITS] * 3 + [Verdict.UNSCHEDULABLE] + [Verdict.UNRESOLVABLE] * 2
     messages = result.messages(snap)
     assert messages[:3] == ["", "", ""]
-    assert messages[3] == "1/1 accepted GPUs in use; the pod needs 1 free"
+    assert messages[3] == "node has 1/1 accepted GPUs in use; the pod needs 1 free"
     assert messages[4] == messages[5] and "protected" in messages[4]

@@ -52,5 +52,5 @@ def test_a_node_time_sliced_under_gpu_shared_says_so_to_an_nvidia_gpu_pod(
     code, params = int(result.code[0]), [int(x) for x in result.params[0]]
     assert code == Reason.TOO_FEW_GPUS
     assert format_reason_for(platform.catalog, request, code, *params) == (
-        "the node's accepted GPUs are time-sliced under nvidia.com/gpu.shared; the pod asks "
+        "node's accepted GPUs are time-sliced under nvidia.com/gpu.shared; the pod asks "
         "nvidia.com/gpu (ask nvidia.com/gpu.shared: 1 for a replica)")

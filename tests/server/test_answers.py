@@ -78,6 +78,7 @@ def test_grouping_large_numbers_takes_the_row_path(platform: Platform) -> None:
     # one group per distinct (best free, candidates, need): rows 0-2 and rows 3-4
     assert sorted((list(g.names), g.value) for g in failed) == [
         (["n0", "n1", "n2"],
-         "3/3 accepted GPUs lack free VRAM: need 9000000 MiB, best free 2000000 MiB"),
-        (["n3", "n4"], "3/3 accepted GPUs lack free VRAM: need 6144 MiB, best free 5 MiB"),
+         "node's 3/3 accepted GPUs lack free VRAM: need 9000000 MiB, best free 2000000 MiB"),
+        (["n3", "n4"],
+         "node's 3/3 accepted GPUs lack free VRAM: need 6144 MiB, best free 5 MiB"),
     ]

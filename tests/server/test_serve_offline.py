@@ -94,7 +94,8 @@ def test_offline_server_answers_verbs_and_records_binds(
     args["Pod"]["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "8"}}
     status, result = request(conn, "POST", "/filter", orjson.dumps(args))
     assert result["NodeNames"] == []
-    assert result["FailedNodes"]["gpu-l4-0"] == "1/8 accepted GPUs in use; the pod needs 8 free"
+    assert result["FailedNodes"]["gpu-l4-0"] == (
+        "node has 1/8 accepted GPUs in use; the pod needs 8 free")
 
     status, malformed = request(conn, "POST", "/filter", b"{")
     assert status == 400 and malformed["Error"].startswith("body:")
