@@ -67,17 +67,24 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         description="Write ca.crt, tls.crt, tls.key for the webhook Service into --out-dir; "
                     "with --manifest also webhook.yaml (the webhook configurations with "
                     "caBundle set) and secret.yaml (the kubernetes.io/tls Secret).")
-    certs.add_argument("--service", default="gpu-extender-webhook")
-    certs.add_argument("--namespace", default="kube-system")
-    certs.add_argument("--secret-name", default="gpu-extender-webhook-tls")
+    certs.add_argument("--service", default="gpu-extender-webhook",
+                       help="the webhook Service's name: the certificate holds <service>, "
+                            "<service>.<namespace>[.svc[.cluster.local]] (default: %(default)s)")
+    certs.add_argument("--namespace", default="kube-system",
+                       help="the Service's and the Secret's namespace (default: %(default)s)")
+    certs.add_argument("--secret-name", default="gpu-extender-webhook-tls",
+                       help="the kubernetes.io/tls Secret's name in secret.yaml, with "
+                            "--manifest (default: %(default)s)")
     certs.add_argument("--dns", action="append", default=[], metavar="NAME",
                        help="extra DNS name (repeatable)")
     certs.add_argument("--ip", action="append", default=[], metavar="ADDRESS",
                        help="extra IP address (repeatable), e.g. 127.0.0.1 for a local test")
-    certs.add_argument("--days", type=int, default=365, help="validity (default: 365)")
+    certs.add_argument("--days", type=int, default=365,
+                       help="validity in days (default: %(default)s)")
     certs.add_argument("--manifest", metavar="FILE",
                        help="webhook manifest to fill in (e.g. manifests/webhook.yaml)")
-    certs.add_argument("--out-dir", required=True, metavar="DIR")
+    certs.add_argument("--out-dir", required=True, metavar="DIR",
+                       help="where the files go (created if missing)")
     certs.set_defaults(run=run_certs)
 
 
