@@ -20,8 +20,8 @@ mapping is a new shape, and the old objects go after their cooldown.
 
 from __future__ import annotations
 
+import copy
 import hashlib
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
@@ -47,9 +47,6 @@ from extender.platform import Platform
 from extender.webhook.mapping import PlatformMapping
 
 PR_API_VERSION = "autoscaling.x-k8s.io/v1"
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-"""A label value (63 characters at most): an alias such as ``RTX PRO 6000`` is a name the
-extender reads, never a value a node label can hold, and the API refuses it in an affinity."""
 
 
 class Kind(StrEnum):
@@ -87,14 +84,6 @@ class Emitted:
     """``(pod, why)``: planned on a type no node label can be asked for."""
 
 
-def _label_values(expression: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(expression)
-    if "values" in out:
-        out["values"] = [v for v in out["values"] if _LABEL_VALUE.match(str(v)) and
-                         len(str(v)) <= 63]
-    return out
-
-
 @dataclass(frozen=True)
 class Shape:
     type_id: str
@@ -129,7 +118,9 @@ class Emitter:
         index = self._platform.catalog.index_of(type_id)
         request = GpuRequest(RequestKind.WHOLE, gpus, types=frozenset({index}))
         mapped = self._mapping.for_request(request)
-        terms = [{"matchExpressions": [_label_values(e) for e in group]}
+        # every value is one a node label can hold (the mapping leaves the others out); a
+        # copy, since the mapping's answer is cached and shared
+        terms = [{"matchExpressions": [copy.deepcopy(dict(e)) for e in group]}
                  for group in mapped.groups]
         affinity = None if not terms else {"nodeAffinity": {
             "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}

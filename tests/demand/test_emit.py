@@ -10,9 +10,11 @@ import yaml
 
 from extender.config import load_config_text
 from extender.config.demand import DemandConfig, DemandMode
+from extender.config.presets import is_label_value
 from extender.demand.emit import Emitter, Kind
 from extender.demand.pack import Plan, PlannedNode
 from extender.platform import Platform, build_platform
+from tests.webhook.every_type import TYPE_LABELS, platform_for
 
 P = pytest.param
 T4_NODE = PlannedNode("t4", 1, ("d/s0", "d/s1"), 1)
@@ -110,6 +112,20 @@ def test_values_no_node_label_can_hold_are_left_out() -> None:
         "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
     values = [v for t in terms for e in t["matchExpressions"] for v in e.get("values", ())]
     assert values and all(" " not in v and len(v) <= 63 for v in values)
+
+
+@pytest.mark.parametrize("label", TYPE_LABELS)
+def test_every_type_s_affinity_holds_only_label_values(label: str) -> None:
+    # the emitter writes the webhook mapping's values as they are: the mapping alone leaves
+    # out what no label can hold (presets.is_label_value), for every type of the catalog
+    platform = platform_for(label)
+    demand = emitter(platform)
+    values = [v for accel in platform.catalog.types
+              for affinity in [demand.shape(accel.id, 1).affinity] if affinity
+              for t in affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+                  "nodeSelectorTerms"]
+              for e in t["matchExpressions"] for v in e.get("values", ())]
+    assert values and all(is_label_value(v) for v in values), values
 
 
 def test_a_type_without_a_label_is_asked_for_by_nobody() -> None:
