@@ -323,3 +323,21 @@ def random_cluster(rng: np.random.Generator, n_nodes: int, *, fill: float = 3.0,
     for i in rng.choice(len(names), size=min(holes, len(names)), replace=False):
         inv.remove_node(names[int(i)])
     return inv
+
+
+def random_change(rng: np.random.Generator, inv: Inventory, step: int) -> None:
+    """Change the cluster the ways the inventory changes, in turn by ``step``: pods placed,
+    pods removed, a node added and one replaced, a node removed (its row stays as a hole)."""
+    change = step % 4
+    if change == 0:
+        random_holdings(rng, inv, 6)  # pods placed: a few rows change
+    elif change == 1:
+        for holding in list(inv.holdings())[:3]:
+            inv.remove_pod(holding.key.uid)
+    elif change == 2:
+        inv.upsert_node(random_node(rng, f"new-{step}"))  # a row added
+        names = inv.node_names()
+        inv.upsert_node(random_node(rng, names[int(rng.integers(len(names)))]))
+    else:
+        names = inv.node_names()
+        inv.remove_node(names[int(rng.integers(len(names)))])  # a hole

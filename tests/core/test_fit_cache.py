@@ -26,6 +26,7 @@ from tests.core.helpers import (
     node,
     place,
     placement,
+    random_change,
     random_cluster,
     random_holdings,
     random_node,
@@ -61,19 +62,7 @@ def test_the_cached_fit_equals_fit_after_every_change(seed: int) -> None:
         snap = inv.snapshot()
         for preq in requests:
             _check(cache, snap, preq, rng)
-        change = step % 4
-        if change == 0:
-            random_holdings(rng, inv, 6)  # pods placed: a few rows change
-        elif change == 1:
-            for holding in list(inv.holdings())[:3]:
-                inv.remove_pod(holding.key.uid)
-        elif change == 2:
-            inv.upsert_node(random_node(rng, f"new-{step}"))  # a row added
-            names = inv.node_names()
-            inv.upsert_node(random_node(rng, names[int(rng.integers(len(names)))]))
-        else:
-            names = inv.node_names()
-            inv.remove_node(names[int(rng.integers(len(names)))])  # a hole
+        random_change(rng, inv, step)
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -117,6 +117,7 @@ from extender.core.scoring.capacity import free_by_type, unit_take, used_total
 from extender.core.scoring.helpers import fit_of_rows
 from extender.core.scoring.rank import buckets, top_rank_scores
 from extender.core.scoring.scored_memo import ScoredMemo, positions_of
+from extender.core.scoring.snapshot_memo import SnapshotMemo
 from extender.core.workload import gpu_equivalents
 from extender.inventory.snapshot import ClusterSnapshot
 from extender.model import RequestKind
@@ -170,6 +171,8 @@ class Terms:
     """dC x ``claimWeight``, GPUs."""
     frag_before: npt.NDArray[np.float64]
     """F of the node before the placement, GPUs (dF = F after - F before)."""
+    bill: npt.NDArray[np.int64]
+    """The node's $/h in thousandths (``node_price``, rounded): the idle-price key."""
 
     def at(self, positions: npt.NDArray[np.int64]) -> Terms:
         """These terms at ``positions`` only."""
@@ -178,6 +181,16 @@ class Terms:
 
 Keys = list[tuple[str, npt.NDArray[np.int64]]]
 """The ranking key, named, in comparison order (``CostFragmentation.keys``)."""
+
+
+@dataclass
+class SnapshotValues:
+    """The strategy's values that depend on the whole snapshot (and the mix model) only,
+    filled on first use (``SnapshotMemo``: kept per snapshot)."""
+
+    cpu_to_spare: bool | None = None
+    claims: npt.NDArray[np.float64] | None = None
+    mean_price: float | None = None
 
 
 WEIGHTS: Mapping[str, Weight] = {
@@ -228,6 +241,9 @@ class CostFragmentation:
         self._demand = np.zeros(0)
         self.scored: ScoredMemo[tuple[Terms, Keys]] = ScoredMemo()
         """The last calls' terms and keys, for ``explain`` of the same call."""
+        self.per_snapshot: SnapshotMemo[SnapshotValues] = SnapshotMemo(SnapshotValues)
+        """The whole-cluster reductions of the last snapshots (every call on one snapshot
+        reduces the cluster once)."""
 
     def score(self, snapshot: ClusterSnapshot, req: PlacementRequest,
               fit: FitResult) -> ScoreResult:
@@ -248,8 +264,7 @@ class CostFragmentation:
                 types = self._taken_type(snapshot, terms.rows, terms.choice)
                 price = np.round(snapshot.catalog.price[types] * 1000).astype(np.int64)
             else:  # what opening the node adds to the bill; used nodes keep the fixed order
-                price = np.round(node_price(snapshot, terms.rows) * 1000).astype(np.int64) * \
-                    terms.idle
+                price = terms.bill * terms.idle
             keys.append((PRICE, price))
         keys.append((ORDER, terms.priority))
         if self.elastic:
@@ -319,9 +334,9 @@ class CostFragmentation:
             loss = loss + claim
         if self.cost_weight:
             loss = loss * self._price_ratio(snapshot, rows, choice) ** self.cost_weight
-        idle = (~row_any(snapshot.pods[rows] > 0)).astype(np.int64)
-        priority = self._node_order(snapshot, rows)
-        return Terms(rows, choice, taken, loss, idle, priority, delta, stranded, claim, before)
+        priority, idle, bill = self._row_keys(snapshot, rows)
+        return Terms(rows, choice, taken, loss, idle, priority, delta, stranded, claim, before,
+                     bill)
 
     def _share(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult
                ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64],
@@ -357,20 +372,28 @@ class CostFragmentation:
             req.request.vram_mib / total[first]
         return rows, delta, choice, taken, before / MILLI
 
-    def _node_order(self, snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64]
-                    ) -> npt.NDArray[np.int64]:
-        """The salted CRC-32 of each row's node name (kept per row in the snapshot's cache:
-        a row's name only changes with its version)."""
+    def _row_keys(self, snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64]
+                  ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64],
+                             npt.NDArray[np.int64]]:
+        """(node order, idle, bill) of each row, kept per row in the snapshot's cache (each
+        is a function of the row alone: a placement refreshes one row, not the cluster).
+
+        The node order is the salted CRC-32 of the node's name; idle is 1 where no GPU of the
+        node holds a pod; the bill is the node's $/h in thousandths (``node_price``)."""
         salt = self.salt
 
         def compute(snap: ClusterSnapshot, changed: npt.NDArray[np.int64]
-                    ) -> tuple[npt.NDArray[np.int64]]:
+                    ) -> tuple[npt.NDArray[np.int64], ...]:
             names = snap.node_names
-            return (np.fromiter((zlib.crc32(names[r].encode(), salt) for r in changed.tolist()),
-                                dtype=np.int64, count=len(changed)),)
+            order = np.fromiter((zlib.crc32(names[r].encode(), salt) for r in changed.tolist()),
+                                dtype=np.int64, count=len(changed))
+            idle = (~row_any(snap.pods[changed] > 0)).astype(np.int64)
+            bill = np.round(node_price(snap, changed) * 1000).astype(np.int64)
+            return order, idle, bill
 
-        (order,) = snapshot.cache.derive(("node-order", salt), snapshot, compute, rows)
-        return order
+        order, idle, bill = snapshot.cache.derive(("strategy-rows", salt), snapshot, compute,
+                                                  rows)
+        return order, idle, bill
 
     def _stranded(self, snapshot: ClusterSnapshot, req: PlacementRequest,
                   rows: npt.NDArray[np.int64], taken: npt.NDArray[np.float64]
@@ -399,11 +422,15 @@ class CostFragmentation:
             self._cpu_model = model
         if self._cpu_per_gpu <= 0:
             return True
-        rows = snapshot.valid_rows()
-        used, count = used_total(snapshot, rows)  # row cache: one changed row per placement
-        free_gpus = float((count - used).sum())
-        free_cpu = float(snapshot.cpu_free[rows][count > 0].sum())
-        return free_gpus <= 0 or self._cpu_per_gpu * free_gpus <= self.cpu_room * free_cpu
+        values = self.per_snapshot.record(snapshot, model)
+        if values.cpu_to_spare is None:
+            rows = snapshot.valid_rows()
+            used, count = used_total(snapshot, rows)  # row cache: one changed row per placement
+            free_gpus = float((count - used).sum())
+            free_cpu = float(snapshot.cpu_free[rows][count > 0].sum())
+            values.cpu_to_spare = free_gpus <= 0 or \
+                self._cpu_per_gpu * free_gpus <= self.cpu_room * free_cpu
+        return values.cpu_to_spare
 
     def _claims(self, snapshot: ClusterSnapshot) -> npt.NDArray[np.float64]:
         """(n_types + 1,) claim of typed demand on each type (dC per GPU taken).
@@ -431,11 +458,16 @@ class CostFragmentation:
             self._claim_model = model
         if not self._demand.any():
             return self._demand
-        free = free_by_type(snapshot)
-        share = free / max(float(free.sum()), 1e-9)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.where(share > 0, self._demand / share, 0.0)
-        return np.clip((ratio - CLAIM_FLOOR) / (1.0 - CLAIM_FLOOR), 0.0, 1.0)
+        values = self.per_snapshot.record(snapshot, model)
+        if values.claims is None:
+            free = free_by_type(snapshot)
+            share = free / max(float(free.sum()), 1e-9)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ratio = np.where(share > 0, self._demand / share, 0.0)
+            claims = np.clip((ratio - CLAIM_FLOOR) / (1.0 - CLAIM_FLOOR), 0.0, 1.0)
+            claims.flags.writeable = False  # shared by every call on this snapshot
+            values.claims = claims
+        return values.claims
 
     @staticmethod
     def _taken_type(snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64],
@@ -455,15 +487,18 @@ class CostFragmentation:
         prices = {float(snapshot.catalog.price[t]) for t in types}
         return len(prices) > 1
 
-    @staticmethod
-    def _price_ratio(snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64],
+    def _price_ratio(self, snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64],
                      choice: npt.NDArray[np.int16]) -> npt.NDArray[np.float64]:
         """(n,) price of the GPU type the pod takes on each node (its chosen GPU, else the
-        node's first) over the mean price of the cluster's GPUs."""
+        node's first) over the mean price of the cluster's GPUs (kept per snapshot)."""
         catalog = snapshot.catalog
         gpu_type = snapshot.gpu_type
-        present = gpu_type >= 0
-        mean = float(catalog.price[gpu_type[present]].mean()) if present.any() else 1.0
+        values = self.per_snapshot.record(snapshot, self.frag.model())
+        if values.mean_price is None:
+            present = gpu_type >= 0
+            values.mean_price = float(catalog.price[gpu_type[present]].mean()) \
+                if present.any() else 1.0
+        mean = values.mean_price
         types = gpu_type[rows, np.maximum(choice, 0)]
         price = catalog.price[np.where(types >= 0, types, catalog.unknown_index)]
         out: npt.NDArray[np.float64] = price / max(mean, 1e-9)
