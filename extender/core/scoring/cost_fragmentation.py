@@ -90,7 +90,9 @@ full tables are in benchmarks/README.md; FGD 4.87 % on the default trace):
   others 0.63-0.90; gated at 0.9, seed 42 (merged tree): cpu200 4.91 % (price always 5.29,
   ``idlePrice: 0`` 4.54, FGD 5.17), cpu235 5.37 (6.05, FGD 5.66), cpu300 12.87 (13.78, FGD
   13.72), cpu250 6.09 (6.06, FGD 5.95: a loss on that seed, a win on seed 43); the other 16
-  traces make the same decisions as without it. Fixed fleets that value
+  traces make the same decisions as without it. With the gate, over seeds 42-51 the median
+  is at or below FGD's on all 20 traces (0.84-1.00 x; benchmarks/README.md, issue 27's third
+  session). Fixed fleets that value
   allocation over the bill set ``idlePrice: 0``. ``elasticNodes: 1`` (no idle node while a
   used one fits) was worse on openb (5.90 %) for no further saving.
 """
