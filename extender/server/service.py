@@ -157,7 +157,8 @@ class ExtenderService:
                     "objects_not_applied": float(self.applier.bad_objects_total),
                     "fit_cache_hits": float(self.verbs.fit_cache_hits),
                     "rows_memo_hits": float(self.scheduler.evaluator.rows.hits),
-                    "decode_memo_hits": float(self.scheduler.cycles.decoded.hits)}
+                    "decode_memo_hits": float(self.scheduler.cycles.decoded.hits),
+                    "binding_echoes_read": float(self.applier.unbound.hits)}
         scored = getattr(self.scheduler.scorer.strategy, "scored", None)
         if isinstance(scored, ScoredMemo):  # explanations read from their score's arrays
             counters["explain_terms_reused"] = float(scored.hits)
