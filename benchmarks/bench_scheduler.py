@@ -60,6 +60,7 @@ import yaml
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
+from benchmarks.control_plane_metrics import ControlPlaneMetrics  # noqa: E402
 from localcluster import ExtenderSpec, LocalCluster, find_binaries  # noqa: E402
 from localcluster.components import scheduler_command  # noqa: E402
 from localcluster.network import free_port, tls_context, wait_until_ready  # noqa: E402
@@ -306,6 +307,7 @@ def run(mode: str, nodes: int, pods: int, timeout_s: float,
         if with_extender:
             _wait_extender_nodes(cluster, nodes)
         clock = BindClock(cluster)
+        control_before = ControlPlaneMetrics.scrape(cluster)
         port = free_port()
         started = time.monotonic()
         scheduler = ManagedProcess(
@@ -346,6 +348,10 @@ def run(mode: str, nodes: int, pods: int, timeout_s: float,
             cpu = {name: 1000 * (cpu_last[1][name] - cpu_first[1].get(name, 0.0)) / done
                    for name in cpu_last[1]}
         metrics = _metrics(cluster) if with_extender else None
+        control = ControlPlaneMetrics.scrape(cluster)
+        print(f"nodes={nodes:5d} mode={mode:8s} " + (
+            control.since(control_before).line() if control else "control plane: no metrics"),
+            flush=True)
         return Result(mode, nodes, pods, len(stamps), burst,
                       (stamps[-1] - started) if stamps else 0.0,
                       _verb_ms(metrics) if metrics else None,
