@@ -465,6 +465,10 @@ def _report(result: Result) -> None:
             f"{verb} {ms:.2f}" for verb, ms in result.verb_ms.items())
         if result.bind_p50_ms is not None:
             line += f"; bind p50 {result.bind_p50_ms:.2f}"
+        counters = result.counters or {}
+        if counters.get("binding_requests"):  # the extender's view of its Binding POST
+            trip = 1000 * counters["binding_request_seconds"] / counters["binding_requests"]
+            line += f"; Binding round trip mean {trip:.2f}"
     if result.calls_per_pod:
         line += "\n    calls/pod: " + ", ".join(
             f"{verb} {n:.2f}" for verb, n in result.calls_per_pod.items())

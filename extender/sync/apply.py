@@ -180,9 +180,8 @@ class InventoryApplier:
                 self.pod_facts.remove(objects.uid(pod))
                 return
             self.pod_facts.observe(pod)
-            info = self.unbound.bound(pod) if objects.node_name(pod) else None
-            if info is None:
-                info = self._platform.pods.decode(pod)
+            echo = self.unbound.bound(pod) if objects.node_name(pod) else None
+            info = self._platform.pods.decode(pod) if echo is None else echo.info
             if not info.key.uid:
                 return
             if info.terminal:
@@ -194,7 +193,8 @@ class InventoryApplier:
                     self._remove_pod(info.key.uid)  # unbound again: only a recreated pod does that
                 self.unbound.keep(pod, info)
             else:
-                self._claims[info.key.uid] = claims_of(objects.annotations(pod))
+                self._claims[info.key.uid] = echo.claims if echo is not None and \
+                    echo.claims is not None else claims_of(objects.annotations(pod))
                 holding = self._holding(info)
                 _log_conflicts(self._inventory.observe(holding), f"pod {info.key}")
                 self._placed(info)

@@ -27,7 +27,7 @@ annotation, a kept decode with problems) is decoded in full, as before; so are t
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from extender.kube import objects
@@ -41,6 +41,7 @@ from extender.model import (
     Assignment,
     PodInfo,
 )
+from extender.sync.trust import Claims
 
 OURS = frozenset({ANNOTATION_ASSIGNED, ANNOTATION_OBSERVED, ANNOTATION_VISIBLE_DEVICES})
 """The annotations a Binding of the extender writes (``apiserver/binder.py``)."""
@@ -74,7 +75,7 @@ class UnboundPods:
     def clear(self) -> None:
         self._kept = {}
 
-    def bound(self, pod: Mapping[str, Any]) -> PodInfo | None:
+    def bound(self, pod: Mapping[str, Any]) -> Echo | None:
         """The decode of ``pod`` (bound) if it is its kept version plus a Binding, else
         ``None`` (decode it). The kept version is dropped either way."""
         kept = self._kept.pop(objects.uid(pod), None)
@@ -84,11 +85,23 @@ class UnboundPods:
         node = _bound_node(before, pod)
         if node is None:
             return None
-        readable, assignment = _assignment(objects.annotations(pod))
+        annotations = objects.annotations(pod)
+        readable, assignment = _assignment(annotations)
         if not readable:
             return None
         self.hits += 1
-        return replace(info, node_name=node, assignment=assignment)
+        # without a correction, ``claims_of`` would decode ``assigned`` to the same value
+        claims = Claims(assignment, None, None) if not annotations.get(ANNOTATION_OBSERVED) \
+            else None
+        return Echo(replace(info, node_name=node, assignment=assignment), claims)
+
+
+@dataclass(frozen=True)
+class Echo:
+    info: PodInfo
+    """What ``PodDecoder.decode`` gives for the bound pod."""
+    claims: Claims | None
+    """What ``trust.claims_of`` gives for its annotations (``None``: call it)."""
 
 
 def _bound_node(before: Mapping[str, Any], after: Mapping[str, Any]) -> str | None:

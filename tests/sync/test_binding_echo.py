@@ -23,6 +23,7 @@ from extender.model import (
 from extender.platform import Platform
 from extender.sync.apply import InventoryApplier
 from extender.sync.echo import UnboundPods
+from extender.sync.trust import claims_of
 from tests.builders import make_pod
 from tests.sync.clusters import l4_node
 
@@ -103,10 +104,12 @@ def test_the_echo_of_a_binding_is_read_from_the_unbound_decode(platform: Platfor
     pending = unbound_pod()
     pods.keep(pending, platform.pods.decode(pending))
     bound = binding_echo(pending)
-    read = pods.bound(bound)
-    assert read is not None and pods.hits == 1
+    echo = pods.bound(bound)
+    assert echo is not None and pods.hits == 1
+    read = echo.info
     assert read == platform.pods.decode(bound)
     assert read.node_name == "n1" and read.assignment == assignment(0, 1)
+    assert echo.claims == claims_of(bound["metadata"]["annotations"])
     assert len(pods) == 0  # dropped once used
     assert pods.bound(bound) is None  # nothing kept any more: decode in full
 
@@ -118,9 +121,10 @@ def test_a_correction_wins_over_the_assignment_as_in_the_decoder(platform: Platf
     bound = binding_echo(pending)
     bound["metadata"]["annotations"][ANNOTATION_OBSERVED] = \
         assignment_annotations(assignment(2, 3))[ANNOTATION_ASSIGNED]
-    read = pods.bound(bound)
-    assert read is not None and read == platform.pods.decode(bound)
-    assert read.assignment == assignment(2, 3)
+    echo = pods.bound(bound)
+    assert echo is not None and echo.info == platform.pods.decode(bound)
+    assert echo.info.assignment == assignment(2, 3)
+    assert echo.claims is None  # with a correction: read by claims_of, as before
 
 
 @pytest.mark.parametrize("change", NOT_A_BINDING.values(), ids=NOT_A_BINDING.keys())
