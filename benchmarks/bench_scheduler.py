@@ -60,6 +60,7 @@ import yaml
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
+from benchmarks.control_plane_metrics import ControlPlaneMetrics  # noqa: E402
 from localcluster import ExtenderSpec, LocalCluster, find_binaries  # noqa: E402
 from localcluster.components import scheduler_command  # noqa: E402
 from localcluster.network import free_port, tls_context, wait_until_ready  # noqa: E402
@@ -247,13 +248,13 @@ def _children() -> dict[int, list[int]]:
     return tree
 
 
-def _cpu_ticks(pid: int) -> int:
-    """utime + stime of one process (clock ticks)."""
+def _cpu_ticks(pid: int, *, system_only: bool = False) -> int:
+    """utime + stime of one process (clock ticks); ``system_only``: stime alone."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
         return 0
-    return int(fields[11]) + int(fields[12])
+    return int(fields[12]) if system_only else int(fields[11]) + int(fields[12])
 
 
 def _subtree(pid: int, tree: dict[int, list[int]]) -> list[int]:
@@ -268,8 +269,12 @@ def _subtree(pid: int, tree: dict[int, list[int]]) -> list[int]:
 def _cpu_by_process(roots: dict[str, int]) -> dict[str, float]:
     """CPU seconds of each named process and everything it forked."""
     tree = _children()
-    return {name: sum(_cpu_ticks(p) for p in _subtree(pid, tree)) / TICKS
-            for name, pid in roots.items()}
+    out = {name: sum(_cpu_ticks(p) for p in _subtree(pid, tree)) / TICKS
+           for name, pid in roots.items()}
+    if "extender" in roots:  # the kernel's share (sockets, wake-ups): no profiler sees it
+        out["extender (system)"] = sum(_cpu_ticks(p, system_only=True)
+                                       for p in _subtree(roots["extender"], tree)) / TICKS
+    return out
 
 
 def _roots(cluster: LocalCluster, scheduler: ManagedProcess) -> dict[str, int]:
@@ -306,6 +311,7 @@ def run(mode: str, nodes: int, pods: int, timeout_s: float,
         if with_extender:
             _wait_extender_nodes(cluster, nodes)
         clock = BindClock(cluster)
+        control_before = ControlPlaneMetrics.scrape(cluster)
         port = free_port()
         started = time.monotonic()
         scheduler = ManagedProcess(
@@ -346,6 +352,10 @@ def run(mode: str, nodes: int, pods: int, timeout_s: float,
             cpu = {name: 1000 * (cpu_last[1][name] - cpu_first[1].get(name, 0.0)) / done
                    for name in cpu_last[1]}
         metrics = _metrics(cluster) if with_extender else None
+        control = ControlPlaneMetrics.scrape(cluster)
+        print(f"nodes={nodes:5d} mode={mode:8s} " + (
+            control.since(control_before).line() if control else "control plane: no metrics"),
+            flush=True)
         return Result(mode, nodes, pods, len(stamps), burst,
                       (stamps[-1] - started) if stamps else 0.0,
                       _verb_ms(metrics) if metrics else None,
@@ -455,6 +465,10 @@ def _report(result: Result) -> None:
             f"{verb} {ms:.2f}" for verb, ms in result.verb_ms.items())
         if result.bind_p50_ms is not None:
             line += f"; bind p50 {result.bind_p50_ms:.2f}"
+        counters = result.counters or {}
+        if counters.get("binding_requests"):  # the extender's view of its Binding POST
+            trip = 1000 * counters["binding_request_seconds"] / counters["binding_requests"]
+            line += f"; Binding round trip mean {trip:.2f}"
     if result.calls_per_pod:
         line += "\n    calls/pod: " + ", ".join(
             f"{verb} {n:.2f}" for verb, n in result.calls_per_pod.items())

@@ -10,6 +10,8 @@ not two (this halved the writes per GPU pod; see benchmarks/bench_scheduler.py).
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from collections.abc import Mapping
 
 from extender.apiserver.client import PodWriter
@@ -47,6 +49,12 @@ class Binder:
         self._api = api
         self._record_events = record_events
         self._events = events
+        self._timed = threading.Lock()  # binds run on several threads
+        self.requests = 0
+        """Binding requests sent (answered or not)."""
+        self.request_seconds = 0.0
+        """Their wall time, from the request sent to its answer read (the bind's own share
+        of the bind verb's latency is the rest: benchmarks/README.md, issue 22e)."""
 
     def bind(self, pod: PodKey, node: str, assignment: Assignment | None,
              extra: Mapping[str, str] | None = None) -> None:
@@ -60,7 +68,7 @@ class Binder:
         if extra:
             annotations = {**(annotations or {}), **extra}
         try:
-            self._api.create_binding(pod.namespace, pod.name, pod.uid, node, annotations)
+            self._create(pod, node, annotations)
         except Conflict as exc:
             current = self._api.get_pod(pod.namespace, pod.name)
             uid = objects.uid(current)
@@ -72,6 +80,16 @@ class Binder:
                                status=409) from exc
             raise Conflict(f"pod {pod} is already bound to node {bound_to!r}"
                            if bound_to else str(exc), status=409) from exc
+
+    def _create(self, pod: PodKey, node: str, annotations: Mapping[str, str] | None) -> None:
+        started = time.monotonic()
+        try:
+            self._api.create_binding(pod.namespace, pod.name, pod.uid, node, annotations)
+        finally:
+            spent = time.monotonic() - started
+            with self._timed:
+                self.requests += 1
+                self.request_seconds += spent
 
     def warn(self, pod: PodKey, reason: str, message: Message) -> None:
         """Best effort: a Warning event on the pod (``kubectl describe`` shows why a bind

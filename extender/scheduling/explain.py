@@ -160,9 +160,10 @@ def assignment_json(assignment: Assignment) -> dict[str, Any]:
 
 
 def event_message(assignment: Assignment | None, node: str,
-                  explained: PlacementBreakdown | None) -> str:
+                  explained: PlacementBreakdown | None, *, why: str | None = None) -> str:
     """The Normal event's text: "assigned GPU 0,3 (a100-80gb) on node X: cheapest fitting
-    type, fragmentation +0.02 GPU, $2.40/h"."""
+    type, fragmentation +0.02 GPU, $2.40/h". ``why``: ``explained.reason()``, if the caller
+    has it already."""
     if assignment is None or not assignment.grants:
         return f"bound to node {node}; the pod holds no GPU"
     gpus = ",".join(str(i) for i in assignment.gpu_indices)
@@ -173,7 +174,7 @@ def event_message(assignment: Assignment | None, node: str,
     text = f"assigned GPU {gpus} ({what}) on node {node}"
     if explained is None:
         return text
-    parts = [explained.reason()]
+    parts = [explained.reason() if why is None else why]
     fragmentation = explained.term("fragmentation")
     if fragmentation is not None:
         parts.append(f"fragmentation {fragmentation.value:+.2f} GPU")
@@ -236,7 +237,8 @@ class Announcer:
                 "pod": str(key), "node": node}})
         if explained is not None:
             self.records.put(key.uid, explained)
-        message = event_message(assignment, node, explained)
+        why = explained.reason() if explained is not None else None
+        message = event_message(assignment, node, explained, why=why)
         fields: dict[str, Any] = {"pod": str(key), "uid": key.uid, "node": node,
                                   "outcome": "bound", "reason": message}
         if assignment is not None:
@@ -244,7 +246,7 @@ class Announcer:
                        "kind": assignment.kind.value}
         if explained is not None:
             fields |= {"strategy": explained.strategy, "score": explained.chosen.score,
-                       "candidates": explained.candidates, "why": explained.reason(),
+                       "candidates": explained.candidates, "why": why,
                        "runner_up": explained.runner_up.node if explained.runner_up else None}
             for name, field in (("fragmentation", "fragmentation_gpu"),
                                 ("price", "price_per_hour")):

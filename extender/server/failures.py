@@ -86,11 +86,11 @@ def group_failures(evaluation: Evaluation, messages: ReasonMessages,
     if keys is None:  # numbers too large to pack: compare whole rows (slower, same result)
         rows = np.concatenate([codes[:, None], params], axis=1)
         _, first, inverse = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        order = np.argsort(inverse, kind="stable")
+        ends = np.cumsum(np.bincount(inverse, minlength=len(first))).tolist()
     else:
-        _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    order = np.argsort(inverse, kind="stable")
-    ends = np.cumsum(np.bincount(inverse, minlength=len(first))).tolist()
+        first, order, ends = _sorted_groups(keys)
     grouped_positions = failed_positions[order]
     texts = messages.messages(codes[first].astype(np.int8), params[first], request)
     hopeless = (VERDICT_BY_CODE[codes[first]] == Verdict.UNRESOLVABLE.value).tolist()
@@ -102,6 +102,20 @@ def group_failures(evaluation: Evaluation, messages: ReasonMessages,
         (unresolvable if unresolvable_group else failed).append(group)
         start = end
     return feasible, failed, unresolvable
+
+
+def _sorted_groups(keys: npt.NDArray[np.int64]
+                   ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], list[int]]:
+    """What ``np.unique(keys, return_index=True, return_inverse=True)`` and a stable sort of
+    the inverse give, from one stable sort of ``keys``: (first position of each distinct key,
+    in key order; every position grouped by key, in position order within a group; each
+    group's end in that order). The inverse is a monotone map of the keys, so sorting either
+    stably orders the positions alike, and a group's first position is its smallest."""
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    ends = [*starts[1:].tolist(), len(keys)]
+    return order[starts], order, ends
 
 
 _LOW_BITS = 18

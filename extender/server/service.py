@@ -51,11 +51,12 @@ class ExtenderService:
         self.applier = applier or InventoryApplier(platform, self.inventory)
         self.workload = WorkloadMix()
         self.metrics = ExtenderMetrics()
+        self.binder = Binder(api, events=event_queue)
         self.scheduler = Scheduler(platform, self.inventory, self.workload, api, self.metrics,
                                    reservation_ttl=config.reservation_ttl_seconds,
                                    check_cpu_memory=config.check_cpu_memory,
                                    on_new_pod=on_new_pod, clock=clock,
-                                   binder=Binder(api, events=event_queue), claims=claims)
+                                   binder=self.binder, claims=claims)
         self.event_queue = event_queue
         self.applier.on_placed = self.scheduler.observed_placed
         self.verbs = SchedulingVerbs(platform, self.scheduler, self.metrics)
@@ -157,7 +158,10 @@ class ExtenderService:
                     "objects_not_applied": float(self.applier.bad_objects_total),
                     "fit_cache_hits": float(self.verbs.fit_cache_hits),
                     "rows_memo_hits": float(self.scheduler.evaluator.rows.hits),
-                    "decode_memo_hits": float(self.scheduler.cycles.decoded.hits)}
+                    "decode_memo_hits": float(self.scheduler.cycles.decoded.hits),
+                    "binding_echoes_read": float(self.applier.unbound.hits),
+                    "binding_requests": float(self.binder.requests),
+                    "binding_request_seconds": float(self.binder.request_seconds)}
         scored = getattr(self.scheduler.scorer.strategy, "scored", None)
         if isinstance(scored, ScoredMemo):  # explanations read from their score's arrays
             counters["explain_terms_reused"] = float(scored.hits)

@@ -43,6 +43,7 @@ from extender.kube.shape import check_node
 from extender.model import Assignment, GpuRequest, NodeInfo, PodInfo
 from extender.platform import Platform
 from extender.sync.dra import DraApplier, DraState
+from extender.sync.echo import UnboundPods
 from extender.sync.pod_facts import PodFacts
 from extender.sync.trust import Claims, claims_of, invalid_request, mismatch, same_amounts
 
@@ -78,6 +79,9 @@ class InventoryApplier:
         """Assignment annotations not counted (changed, pre-set, or not the pod's request)."""
         self.bad_objects_total = 0
         """Objects of a list or event that could not be read or applied (skipped)."""
+        self.unbound = UnboundPods()
+        """The pending pods' last unbound version: a Binding's echo is read from it
+        (``sync/echo.py``)."""
         self.pod_facts = PodFacts()
         """Priority, age and shields of every bound pod (for the preemption verb)."""
         self.dra = None if dra is None else DraApplier(
@@ -176,7 +180,8 @@ class InventoryApplier:
                 self.pod_facts.remove(objects.uid(pod))
                 return
             self.pod_facts.observe(pod)
-            info = self._platform.pods.decode(pod)
+            echo = self.unbound.bound(pod) if objects.node_name(pod) else None
+            info = self._platform.pods.decode(pod) if echo is None else echo.info
             if not info.key.uid:
                 return
             if info.terminal:
@@ -186,8 +191,10 @@ class InventoryApplier:
                 current = self._inventory.holding(info.key.uid)
                 if current is not None and current.state is HoldingState.OBSERVED:
                     self._remove_pod(info.key.uid)  # unbound again: only a recreated pod does that
+                self.unbound.keep(pod, info)
             else:
-                self._claims[info.key.uid] = claims_of(objects.annotations(pod))
+                self._claims[info.key.uid] = echo.claims if echo is not None and \
+                    echo.claims is not None else claims_of(objects.annotations(pod))
                 holding = self._holding(info)
                 _log_conflicts(self._inventory.observe(holding), f"pod {info.key}")
                 self._placed(info)
@@ -202,6 +209,7 @@ class InventoryApplier:
             pods = list(pods)
             self.pod_facts.replace_all(pods)
             preset, self._preset = self._preset, {}
+            self.unbound.clear()
             for pod in pods:
                 try:
                     info = self._platform.pods.decode(pod)
@@ -211,6 +219,7 @@ class InventoryApplier:
                 if not info.key.uid or info.terminal:
                     continue
                 if not info.node_name:
+                    self.unbound.keep(pod, info)
                     self._remember_preset(info.key.uid, pod)
                     continue
                 live.add(info.key.uid)
@@ -361,6 +370,7 @@ class InventoryApplier:
         self._written.pop(uid, None)
         self._claims.pop(uid, None)
         self._preset.pop(uid, None)
+        self.unbound.forget(uid)
         for waiting in self._awaiting.values():
             waiting.pop(uid, None)
 

@@ -21,12 +21,13 @@ class PodFacts:
         uid = objects.uid(pod)
         if not uid:
             return
+        if not objects.node_name(pod):  # the facts' node: a pending pod is never kept
+            with self._lock:
+                self._facts.pop(uid, None)
+            return
         facts = eviction_facts(pod)
         with self._lock:
-            if facts.node:
-                self._facts[uid] = facts
-            else:
-                self._facts.pop(uid, None)
+            self._facts[uid] = facts
 
     def remove(self, uid: str) -> None:
         with self._lock:

@@ -21,6 +21,9 @@ ALLOWED: dict[str, str] = {
     "server/wire.py": "the extender wire codec: decode checks every node's name through "
                       "objects.name, then the verbs' hot path reads those names and echoes the "
                       "NodeList's own metadata back as sent",
+    "sync/echo.py": "compares a bound pod's raw metadata with its pending version's, key by "
+                    "key: a wrong-typed part must fail the comparison (as the shape check "
+                    "would), not read as empty",
     "webhook/certs.py": "edits the webhook manifests it rendered (drops cert-manager's "
                         "injection annotation before writing the caBundle)",
 }

@@ -75,9 +75,12 @@ def test_a_bind_is_one_binding_that_carries_the_annotations(
                        "target": {"apiVersion": "v1", "kind": "Node", "name": "n1"}}
     assert state.pod["spec"]["nodeName"] == "n1"
     # retried: 409 for the same node is a success, for another node a Conflict
-    Binder(client).bind(PodKey("ml", "p", "u1"), "n1", assignment)
+    binder = Binder(client)
+    binder.bind(PodKey("ml", "p", "u1"), "n1", assignment)
     with pytest.raises(Conflict, match="already bound to node 'n1'"):
-        Binder(client).bind(PodKey("ml", "p", "u1"), "n2", None)
+        binder.bind(PodKey("ml", "p", "u1"), "n2", None)
+    # each Binding request is counted and timed, refused ones too (the pod read is not)
+    assert binder.requests == 2 and binder.request_seconds > 0
 
 
 def test_binds_reuse_one_kept_alive_connection(

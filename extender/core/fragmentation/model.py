@@ -191,9 +191,12 @@ class FragModel:
     def node_frag_cached(self, snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64]
                          ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
         """(CPU level, F) of snapshot ``rows`` through the snapshot's row cache (only rows
-        changed since the last call are recomputed)."""
-        level, frag, _, _, _ = snapshot.cache.derive(("frag-rows", self), snapshot,
-                                                     self.row_terms, rows)
+        changed since the last call are recomputed); only these two of the five kept arrays
+        are gathered."""
+        level: npt.NDArray[np.int64]
+        frag: npt.NDArray[np.float64]
+        level, frag = snapshot.cache.use(("frag-rows", self), snapshot, self.row_terms,
+                                         lambda arrays: (arrays[0][rows], arrays[1][rows]))
         return level, frag
 
     def frag_after_changes(self, snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64],
