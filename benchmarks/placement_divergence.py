@@ -87,7 +87,8 @@ def main() -> int:
           f"shadow {shadow_policy} {args.shadow!r}\n")
     print("| setting | unallocated % @100 | failed pods | GPU-equivalents held per type |")
     print("|---|---:|---:|---|")
-    for name, result in ((args.main, ours), (args.shadow, theirs)):
+    names = (f"{args.policy} {args.main}".strip(), f"{shadow_policy} {args.shadow}".strip())
+    for name, result in zip(names, (ours, theirs), strict=True):
         types = ", ".join(f"{k} {v:.0f}" for k, v in held(result).items())
         print(f"| {name} | {result.unallocated_at(100)} | {result.failed} | {types} |")
     print("\nfailed pods by request (main / shadow):")

@@ -4,16 +4,19 @@ Details: at given arrived percentages (100 by default: the issue's metric point)
 ``StrandingReplay`` takes the snapshot the next arrival sees and, for every node with GPUs,
 asks ``fit`` about every GPU pod kind of the scenario (its own requests, so types, shares,
 CPU and memory are those of the trace), twice: once on the GPUs alone and once with CPU and
-memory. The node's free GPU-equivalents (1 - the used fraction of each GPU) then get one
-``Cause``, the first that holds:
+memory. Each kind weighs its share of the trace's GPU pods (by count), so "usable" means
+usable by the pods that arrive, not by one rare shape. With ``phi(test)`` the share of the GPU
+pods whose kind passes ``test`` on the node, the node's free GPU-equivalents (1 - the used
+fraction of each GPU) get one ``Cause``, the first that holds (``floor``: 0.1 by default)::
 
-    USABLE   some GPU kind still fits the node (with its CPU and memory): free, not stranded
-    CPU      a kind fits the free GPUs, but none of those kinds finds the CPU it asks
-    MEMORY   a kind fits the free GPUs and the CPU, but not the memory
-    PARTIAL  no kind fits the GPUs: the slices of partly used GPUs (a share's leftover, MIG
-             slices or time-slice replicas no kind's share fits)
-    WHOLE    no kind fits the GPUs: the whole free GPUs (a type no kind accepts, or too few
-             for the multi-GPU kinds)
+    USABLE   phi(fits, with CPU and memory) >= floor: free, not stranded
+    CPU      phi(fits the free GPUs) >= floor, phi(fits the GPUs and the CPU) < floor: the
+             CPU left beside the free GPUs is what most pods lack
+    MEMORY   phi(fits the GPUs and the CPU) >= floor, but not with memory
+    PARTIAL  phi(fits the free GPUs) < floor: the slices of partly used GPUs (a share's
+             leftover, MIG slices or time-slice replicas too small for most kinds)
+    WHOLE    phi(fits the free GPUs) < floor: the whole free GPUs (a type few kinds accept,
+             or too few for the multi-GPU kinds)
 
 A node with both whole and partial free GPUs and no fitting kind puts each amount under its
 own cause. CPU-only pods are not asked (they use no GPU). The breakdown is keyed by
@@ -79,10 +82,15 @@ def node_class(snapshot: ClusterSnapshot, row: int) -> str:
     return f"{snapshot.catalog.id_of(int(present[0]))} x{len(present)}"
 
 
-def breakdown(snapshot: ClusterSnapshot, kinds: Sequence[_Kind], arrived_pct: float
-              ) -> Breakdown:
-    """The free GPUs of ``snapshot`` by cause (module docstring); ``kinds``: the GPU pod
-    kinds to ask (CPU-only ones are skipped)."""
+FLOOR = 0.1
+"""A free GPU that fewer than this share of the GPU pods (by arrivals) can use is stranded."""
+
+
+def breakdown(snapshot: ClusterSnapshot, kinds: Sequence[_Kind], arrived_pct: float,
+              weights: Sequence[float] | None = None, floor: float = FLOOR) -> Breakdown:
+    """The free GPUs of ``snapshot`` by cause (module docstring); ``kinds``: the pod kinds
+    to ask (CPU-only ones are skipped), ``weights``: their counts in the trace (default:
+    equal), normalised over the GPU kinds."""
     rows = snapshot.valid_rows()
     present = snapshot.gpu_type[rows] >= 0
     with_gpus = present.any(axis=1)
@@ -90,16 +98,19 @@ def breakdown(snapshot: ClusterSnapshot, kinds: Sequence[_Kind], arrived_pct: fl
     free_gpu = np.where(present, 1.0 - used_fraction(snapshot, rows), 0.0)
     whole = (free_gpu >= FULL).sum(axis=1).astype(np.float64)
     partial = np.where(free_gpu < FULL, free_gpu, 0.0).sum(axis=1)
-    gpu_ok = np.zeros(len(rows), dtype=bool)
-    cpu_ok = np.zeros(len(rows), dtype=bool)
-    full_ok = np.zeros(len(rows), dtype=bool)
-    for entry in kinds:
-        if not entry.kind.gpu_pod:
+    counts = [1.0] * len(kinds) if weights is None else [float(w) for w in weights]
+    total = sum(c for c, e in zip(counts, kinds, strict=True) if e.kind.gpu_pod) or 1.0
+    phi_gpu, phi_cpu, phi_full = (np.zeros(len(rows)) for _ in range(3))
+    for entry, count in zip(kinds, counts, strict=True):
+        if not entry.kind.gpu_pod or count <= 0:
             continue
+        share = count / total
         by_gpu = fit(snapshot, entry.request, rows).fits
-        gpu_ok |= by_gpu
-        cpu_ok |= by_gpu & (snapshot.cpu_free[rows] >= entry.kind.cpu_milli)
-        full_ok |= fit(snapshot, entry.request, rows, check_cpu_memory=True).fits
+        phi_gpu += share * by_gpu
+        phi_cpu += share * (by_gpu & (snapshot.cpu_free[rows] >= entry.kind.cpu_milli))
+        phi_full += share * fit(snapshot, entry.request, rows, check_cpu_memory=True).fits
+    edge = floor - 1e-9
+    gpu_ok, cpu_ok, full_ok = phi_gpu >= edge, phi_cpu >= edge, phi_full >= edge
     free: dict[tuple[Cause, str], float] = {}
     nodes: Counter[tuple[Cause, str]] = Counter()
     for i, row in enumerate(rows.tolist()):
@@ -136,6 +147,7 @@ class StrandingReplay(Replay):
     def __init__(self, scenario: Scenario, options: ReplayOptions,
                  at: Sequence[float] = (100.0,)) -> None:
         super().__init__(scenario, options)
+        self._weights = np.bincount(scenario.pod_kind, minlength=len(scenario.kinds)).tolist()
         self._before_pct = arrived_pcts(scenario, self.order)
         self._pending = sorted(at)
         self.breakdowns: list[Breakdown] = []
@@ -146,13 +158,14 @@ class StrandingReplay(Replay):
         pct = float(self._before_pct[self.arrival])
         while self._pending and pct >= self._pending[0]:
             self._pending.pop(0)
-            self.breakdowns.append(breakdown(snapshot, self._kinds, pct))
+            self.breakdowns.append(breakdown(snapshot, self._kinds, pct, self._weights))
 
     def run(self, progress: Callable[[int, int], None] | None = None) -> ReplayResult:
         result = super().run(progress)
         demand = self.scenario.demand()[self.order]
         self.final = breakdown(self.inventory.snapshot(), self._kinds,
-                               float(demand.sum()) * 100.0 / max(self.scenario.capacity_milli, 1))
+                               float(demand.sum()) * 100.0 / max(self.scenario.capacity_milli, 1),
+                               self._weights)
         return result
 
 

@@ -101,3 +101,19 @@ def test_a_shadow_of_another_policy_is_asked_and_one_fed_placements_refused() ->
     assert replay.final is not None
     with pytest.raises(ValueError, match="gpu-clustering"):
         ShadowReplay(scenario(2), ReplayOptions(seed=42, inflate=0), shadow, "gpu-clustering")
+
+
+@pytest.mark.parametrize(("rare", "common", "expected"), [
+    # a 0.6 share left 0.4: 0.3-shares fit it, 0.5-shares do not. 1 of 20 GPU pods is a
+    # 0.3-share: 5 % of the pods could use the slice, below the 10 % floor -> stranded
+    (1, 19, {("partial GPUs", "t4 x1"): 0.4}),
+    # 2 of 10 (20 %): enough pods could use it -> usable
+    (2, 8, {("usable", "t4 x1"): 0.4}),
+])
+def test_a_free_gpu_only_rare_kinds_can_use_is_stranded(
+        rare: int, common: int, expected: dict[tuple[str, str], float]) -> None:
+    inv = inventory(node("a", 1))
+    place(inv, "a", share(600))
+    found = breakdown(inv.snapshot(), [kind(share(300)), kind(share(500)), kind(whole(0))],
+                      100.0, weights=[rare, common, 50])  # CPU-only pods weigh nothing
+    assert {(c.value, label): round(v, 3) for (c, label), v in found.free.items()} == expected
