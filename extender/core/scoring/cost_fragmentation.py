@@ -129,6 +129,8 @@ RESOLUTION = 0.04
 """GPUs per fragmentation bucket: one point of FGD's ``floor(100 sigmoid(-dF))`` near 0."""
 CLAIM_FLOOR = 0.5
 """Typed demand below half of a type's share of the free GPUs claims none of it."""
+CPU_WEIGHT = 0.0
+"""Default of ``weights.cpuWeight`` (dP off: issue 27's fourth session, benchmarks/README.md)."""
 IDLE_PRICE = 1.0
 """Default of ``weights.idlePrice`` (the measurements: last bullet of the module docstring)."""
 CPU_ROOM = 0.9
@@ -200,6 +202,9 @@ WEIGHTS: Mapping[str, Weight] = {
                          "(0: GPUs, 1: GPU-dollars)"),
     "fragResolution": Weight(RESOLUTION, 1e-6, 8.0, "GPUs per fragmentation bucket"),
     "memoryWeight": Weight(1.0, 0.0, math.inf, "factor on dS (GPUs stranded by memory)"),
+    "cpuWeight": Weight(CPU_WEIGHT, 0.0, math.inf, "factor on dP (GPUs stranded by CPU: "
+                        "free GPUs beyond the node's free CPU over the GPU pods' CPU per "
+                        "GPU); 0: off"),
     "claimWeight": Weight(1.0, 0.0, math.inf, "factor on dC (typed demand displaced)"),
     "typedCost": Weight(1.0, 0.0, 1.0, "1: among the types a pod names itself, the cheaper "
                         "one on equal keys; 0: off", flag=True),
@@ -231,6 +236,9 @@ class CostFragmentation:
         self.cost_weight = weights["costWeight"]
         self.resolution = weights["fragResolution"]
         self.memory_weight = weights["memoryWeight"]
+        self.cpu_weight = weights["cpuWeight"]
+        self._gpu_cpu_model: FragModel | None = None
+        self._gpu_cpu = 0.0
         self.salt = int(context.rng.integers(1 << 31))
         self.typed_cost = weights["typedCost"] > 0
         self.claim_weight = weights["claimWeight"]
@@ -329,6 +337,8 @@ class CostFragmentation:
             taken = unit_take(snapshot, req, rows, fit.units[positions]) * req.count
         stranded = self.memory_weight * self._stranded(snapshot, req, rows, taken)
         loss = delta + stranded
+        if self.cpu_weight:
+            loss = loss + self.cpu_weight * self._cpu_stranded(snapshot, req, rows, taken)
         claim = np.zeros(len(rows))
         if self.claim_weight:
             claim = self.claim_weight * taken * self._claims(snapshot)[
@@ -409,6 +419,28 @@ class CostFragmentation:
         memory = snapshot.memory_free[rows].astype(np.float64)
         before = np.maximum(0.0, free - memory / per_gpu)
         after = np.maximum(0.0, free - taken - (memory - req.memory_mib) / per_gpu)
+        out: npt.NDArray[np.float64] = after - before
+        return out
+
+    def _cpu_stranded(self, snapshot: ClusterSnapshot, req: PlacementRequest,
+                      rows: npt.NDArray[np.int64], taken: npt.NDArray[np.float64]
+                      ) -> npt.NDArray[np.float64]:
+        """(n,) dP: GPUs the placement leaves without the CPU their pods would need, as dS
+        for memory: P_n = max(0, free GPUs of n - free CPU of n / c), c = the CPU the mix's
+        GPU shapes ask per GPU (cached per model)."""
+        model = self.frag.model()
+        if self._gpu_cpu_model is not model:
+            gpu_shapes = [(s, w) for s, w in model.shapes.items() if gpu_equivalents(s) > 0]
+            gpus = sum(w * gpu_equivalents(s) for s, w in gpu_shapes)
+            self._gpu_cpu = sum(w * s.cpu_milli for s, w in gpu_shapes) / gpus if gpus else 0.0
+            self._gpu_cpu_model = model
+        if self._gpu_cpu <= 0:
+            return np.zeros(len(rows))
+        held, count = used_total(snapshot, rows)
+        free = count - held
+        cpu = snapshot.cpu_free[rows].astype(np.float64)
+        before = np.maximum(0.0, free - cpu / self._gpu_cpu)
+        after = np.maximum(0.0, free - taken - (cpu - req.cpu_milli) / self._gpu_cpu)
         out: npt.NDArray[np.float64] = after - before
         return out
 
