@@ -177,6 +177,8 @@ class Terms:
     """F of the node before the placement, GPUs (dF = F after - F before)."""
     bill: npt.NDArray[np.int64]
     """The node's $/h in thousandths (``node_price``, rounded): the idle-price key."""
+    cpu_stranded: npt.NDArray[np.float64]
+    """dP x ``cpuWeight``, GPUs."""
 
     def at(self, positions: npt.NDArray[np.int64]) -> Terms:
         """These terms at ``positions`` only."""
@@ -283,10 +285,10 @@ class CostFragmentation:
 
     def explain(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult,
                 rows: npt.NDArray[np.int64]) -> list[NodeTerms]:
-        """``Explainer``: dF (F before and after), dS, dC and the loss in GPUs, the price of
-        what the pod takes in $/h, then the key's terms in their order (the price term's
-        value is what the pod takes in $/h; its key, for a pod that names no alternatives,
-        is the node's $/h on an idle node, 0 on a used one).
+        """``Explainer``: dF (F before and after), dS, dC (with ``cpuWeight``: dP) and the
+        loss in GPUs, the price of what the pod takes in $/h, then the key's terms in their
+        order (the price term's value is what the pod takes in $/h; its key, for a pod that
+        names no alternatives, is the node's $/h on an idle node, 0 on a used one).
 
         After a ``score`` of the same ``fit`` the terms and keys are that call's, read at
         ``rows`` (``ScoredMemo``); else they are computed for ``rows`` alone."""
@@ -302,6 +304,8 @@ class CostFragmentation:
                 Term("stranded memory", float(terms.stranded[i]), "GPU"),
                 Term("typed claim", float(terms.claim[i]), "GPU"),
             ]
+            if self.cpu_weight:
+                info.append(Term("stranded CPU", float(terms.cpu_stranded[i]), "GPU"))
             values = {LOSS: (float(terms.loss[i]), "GPU"),
                       IDLE: (float(terms.idle[i]), "idle node"),
                       PRICE: (float(hourly[i]), "$/h"),
@@ -337,8 +341,10 @@ class CostFragmentation:
             taken = unit_take(snapshot, req, rows, fit.units[positions]) * req.count
         stranded = self.memory_weight * self._stranded(snapshot, req, rows, taken)
         loss = delta + stranded
+        cpu_stranded = np.zeros(len(rows))
         if self.cpu_weight:
-            loss = loss + self.cpu_weight * self._cpu_stranded(snapshot, req, rows, taken)
+            cpu_stranded = self.cpu_weight * self._cpu_stranded(snapshot, req, rows, taken)
+            loss = loss + cpu_stranded
         claim = np.zeros(len(rows))
         if self.claim_weight:
             claim = self.claim_weight * taken * self._claims(snapshot)[
@@ -348,7 +354,7 @@ class CostFragmentation:
             loss = loss * self._price_ratio(snapshot, rows, choice) ** self.cost_weight
         priority, idle, bill = self._row_keys(snapshot, rows)
         return Terms(rows, choice, taken, loss, idle, priority, delta, stranded, claim, before,
-                     bill)
+                     bill, cpu_stranded)
 
     def _share(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult
                ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64],
