@@ -22,7 +22,7 @@ from extender.core.fit import FitResult, fit
 from extender.core.fragmentation.model import FragModel, gpu_state
 from extender.core.request import PlacementRequest
 from extender.core.scoring.base import StrategyContext
-from extender.core.scoring.cost_fragmentation import CostFragmentation
+from extender.core.scoring.cost_fragmentation import CPU_WEIGHT, CostFragmentation
 from extender.core.scoring.fgd import FGD
 from extender.core.scoring.registry import make_strategy
 from extender.core.workload import Shape, WorkloadMix
@@ -62,9 +62,11 @@ def strategies(shapes: dict[Shape, float]) -> dict[str, object]:
         scorer.frag.set_shapes(shapes)
         scorer.integer = name == "fgd"
     scoring = platform().config.scoring
-    for name, config in (("cost-fragmentation", scoring),  # and dP on (cpuWeight 1)
+    # the default weights, and the same with dP switched the other way (cpuWeight 1 <-> 0)
+    other_cpu = 0.0 if CPU_WEIGHT else 1.0
+    for name, config in (("cost-fragmentation", scoring),
                          ("cost-fragmentation-cpu", dataclasses.replace(
-                             scoring, weights={**scoring.weights, "cpuWeight": 1.0}))):
+                             scoring, weights={**scoring.weights, "cpuWeight": other_cpu}))):
         default = make_strategy("cost-fragmentation", StrategyContext(
             catalog(), config, WorkloadMix(memory_per_gpu=MEMORY_PER_GPU),
             np.random.default_rng(7)))

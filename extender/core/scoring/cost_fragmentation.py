@@ -9,7 +9,10 @@ Details: for each fitting node ``n`` (for a one-GPU share: each GPU of ``n`` it 
     dC    = g x claim(t)                  typed demand displaced: g GPUs of type t taken,
             claim(t) = clip(2 d_t / f_t - 1, 0, 1), d_t the share of the typical GPU demand
             that names t, f_t t's share of the free GPUs (``_claims``)
-    loss  = (dF + dS + dC) x (p_t / p_mean) ^ w      GPUs (w = 0, default) or GPU-dollars (1)
+    dP    = P_n(after) - P_n(before)      GPUs stranded by CPU (``cpuWeight``, default 1), with
+            P_n = max(0, free GPUs of n - free CPU of n / c)
+            c   = CPU the typical GPU shapes ask per GPU (CPU-only shapes left out)
+    loss  = (dF + dS + dC + dP) x (p_t / p_mean) ^ w   GPUs (w = 0, default) or GPU-dollars (1)
     key   = ( ceil(loss / 0.04),          fragmentation first, at FGD's resolution
               0 if n holds a GPU pod else 1,  consolidate: open an idle node only if better
               p_t  if the pod itself names types of different prices; else, with
@@ -55,6 +58,18 @@ full tables are in benchmarks/README.md; FGD 4.87 % on the default trace):
 - dS: FGD ignores memory, yet 321 of the 361 pods FGD fails at 100 % had a node with the GPU
   and the CPU free but not the memory (G2 nodes hold 48 GiB per GPU; GPU pods ask 40 GiB per
   GPU). Without dS: 4.76 %, with: 4.39 %.
+- dP (issue 27, fourth session): the decision log against FGD
+  (``benchmarks/placement_divergence.py``, ``simulator/stranding.py``) showed the default's
+  own losses are GPUs left beside too little CPU: P100 x2 nodes (16 cores) opened cheaply for
+  pods that take most of their CPU (default trace), V100-32 and G3 x8 nodes whose CPU went to
+  CPU-hungry pods (cpu250). FGD's dF sees this only as the typical shapes stop fitting one by
+  one; dP counts it as it happens, as dS does for memory, at the same exchange rate (one GPU
+  stranded is one GPU). Seeds 42-43, all 20 traces: median ratio to FGD 0.95 -> 0.85
+  (default trace 4.73 -> 4.26 %), better on 19 traces on both seeds, worse on cpu300 (13.06 ->
+  13.47, still below FGD's 13.99), at most 0.8 x FGD on 3 traces (none before). Price: the
+  bill at 25 / 50 / 75 % arrived goes from 0.79 / 0.84 / 0.87 to 0.87 / 0.97 / 0.99 x FGD's on
+  the default trace (CPU-rich nodes open earlier); ``cpuWeight: 0`` restores the old choice,
+  0.5 chooses almost as 1 (4.27 %).
 - dC: with type constraints (gpuspec traces) dS alone sends memory-hungry untyped pods to
   the memory-rich T4/V100 nodes that T4- and V100-typed pods need (gpuspec25: 6.1 % against
   FGD's 5.9 %); with dC: 5.0 %. dC counts only typed demand that needs more than half of its
@@ -129,8 +144,8 @@ RESOLUTION = 0.04
 """GPUs per fragmentation bucket: one point of FGD's ``floor(100 sigmoid(-dF))`` near 0."""
 CLAIM_FLOOR = 0.5
 """Typed demand below half of a type's share of the free GPUs claims none of it."""
-CPU_WEIGHT = 0.0
-"""Default of ``weights.cpuWeight`` (dP off: issue 27's fourth session, benchmarks/README.md)."""
+CPU_WEIGHT = 1.0
+"""Default of ``weights.cpuWeight`` (the measurements: the dP bullet of the module docstring)."""
 IDLE_PRICE = 1.0
 """Default of ``weights.idlePrice`` (the measurements: last bullet of the module docstring)."""
 CPU_ROOM = 0.9
