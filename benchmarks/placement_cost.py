@@ -10,6 +10,12 @@ ratio to FGD's), and the offline bound (``extender.simulator.bound``) for the tr
     nice .venv/bin/python benchmarks/placement_cost.py --trace fixture --seeds 42-44
     nice .venv/bin/python benchmarks/placement_cost.py --fleet \\
         ../shared/data/alibaba_spot_gpu_v2026/node_info_df.csv --seeds 42-44
+    nice -n 19 .venv/bin/python benchmarks/placement_cost.py --fleet \\
+        ../shared/data/alibaba_spot_gpu_v2026/node_info_df.csv --seeds 42-44 --no-bound \\
+        --variants ';idlePrice=0;elasticNodes=1' --also cheapest-first --rows /tmp/fleet.jsonl
+
+``--rows`` makes it resumable (one JSON line per finished replay) and adds, per setting, the
+occupied bill over the $/h of the GPUs the pods hold (the floor no placement rule goes under).
 """
 
 from __future__ import annotations
@@ -152,6 +158,8 @@ def main() -> int:
     parser.add_argument("--variants", help="';'-separated weight sets of the default, e.g. "
                         "'idlePrice=0;idlePrice=1,openingCost=0.1' (FGD always runs; an "
                         "empty set is the default's own weights); default: the four of issue 11")
+    parser.add_argument("--also", default="", help="','-separated other policies to run "
+                        "under their own defaults beside the variants (e.g. cheapest-first)")
     parser.add_argument("--rows", type=Path, help="JSON-lines file: every replay is appended "
                         "when it ends, rows already there are not rerun (resumable), and the "
                         "table is made from all of them")
@@ -161,6 +169,7 @@ def main() -> int:
         ("cost-fragmentation", {k.strip(): float(v) for k, _, v in
                                 (p.partition("=") for p in part.split(",") if p.strip())})
         for part in args.variants.split(";")))
+    variants = (*variants, *((name.strip(), None) for name in args.also.split(",") if name.strip()))
     tasks = [(args.trace, args.fleet, s, p, w) for s in seeds for p, w in variants]
     started = time.perf_counter()
     done = load_rows(args.rows)
