@@ -198,6 +198,7 @@ class Replay:
             entry = self._kinds[int(scenario.pod_kind[int(k)])]
             kind = entry.kind
             snapshot = self.inventory.snapshot()
+            self._arriving(snapshot)
             assignment = self._place(snapshot, entry) if len(entry.rows) else None
             if assignment is None:
                 failed += 1
@@ -237,6 +238,10 @@ class Replay:
             placed_by_label={k: {t: round(v, 4) for t, v in c.items()}
                              for k, c in placed_by_label.items()},
             untyped_on_protected=untyped_on_protected)
+
+    def _arriving(self, snapshot: ClusterSnapshot) -> None:
+        """Called before each arrival (``self.arrival``) with the snapshot it will see: a
+        hook for studies (``extender.simulator.stranding``); the replay itself does nothing."""
 
     def _place(self, snapshot: ClusterSnapshot, entry: _Kind) -> Assignment | None:
         request = entry.request

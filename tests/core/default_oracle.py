@@ -83,6 +83,14 @@ def cpu_to_spare(ref: NaiveReference, snapshot: ClusterSnapshot,
     return free_gpus <= 0 or cpu / gpus * free_gpus <= room * free_cpu
 
 
+def gpu_cpu_per_gpu(shapes: Mapping[Shape, float]) -> float:
+    """CPU (milli) the GPU shapes ask per GPU: 1 GPU / 8 CPU and 0.5 GPU / 2 CPU at equal
+    weight ask 10 CPU per 1.5 GPU, 6,667 milli per GPU (CPU-only shapes left out)."""
+    gpu_shapes = [(s, w) for s, w in shapes.items() if gpu_equivalents(s) > 0]
+    gpus = sum(w * gpu_equivalents(s) for s, w in gpu_shapes)
+    return sum(w * s.cpu_milli for s, w in gpu_shapes) / gpus if gpus > 0 else 0.0
+
+
 def default_keys(ref: NaiveReference, snapshot: ClusterSnapshot, req: GpuRequest,
                  rows: Sequence[int], units: Mapping[int, Sequence[int]], *,
                  shapes: Mapping[Shape, float], weights: Mapping[str, float], salt: int,
@@ -133,6 +141,17 @@ def default_keys(ref: NaiveReference, snapshot: ClusterSnapshot, req: GpuRequest
             taken_type = node.gpus[0].type_index if node.gpus and node.gpus[0].slot == 0 \
                 else unknown
         loss = delta + weights["memoryWeight"] * stranded
+        if weights.get("cpuWeight", 0.0):
+            # dP: GPUs left without the CPU their pods would need, as dS with the GPU
+            # shapes' CPU per GPU: 2 free GPUs beside 12 CPU at 8 CPU per GPU strand
+            # max(0, 2 - 12 / 8) = 0.5 before; a 1-GPU pod with 8 CPU leaves
+            # max(0, 1 - 4 / 8) = 0.5 after: dP = 0
+            per_gpu = gpu_cpu_per_gpu(shapes)
+            if per_gpu > 0:
+                free_gpus = sum(1.0 - ref.used_fraction(g) for g in node.gpus)
+                p_before = max(0.0, free_gpus - node.cpu_free / per_gpu)
+                p_after = max(0.0, free_gpus - taken - (node.cpu_free - cpu_milli) / per_gpu)
+                loss += weights["cpuWeight"] * (p_after - p_before)
         if weights["claimWeight"]:
             loss += weights["claimWeight"] * taken * claim[taken_type]
         if weights["costWeight"]:

@@ -10,16 +10,19 @@ without allowances.
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pytest
 
 from extender.core.assign import NoFitError, assign
-from extender.core.fit import fit
+from extender.core.fit import FitResult, fit
 from extender.core.fragmentation.model import FragModel, gpu_state
+from extender.core.request import PlacementRequest
 from extender.core.scoring.base import StrategyContext
-from extender.core.scoring.cost_fragmentation import CostFragmentation
+from extender.core.scoring.cost_fragmentation import CPU_WEIGHT, CostFragmentation
 from extender.core.scoring.fgd import FGD
 from extender.core.scoring.registry import make_strategy
 from extender.core.workload import Shape, WorkloadMix
@@ -38,7 +41,7 @@ from tests.core.helpers import (
     random_shapes,
     reference,
 )
-from tests.reference.naive import NaiveNoFitError
+from tests.reference.naive import NaiveNoFitError, NaiveReference
 
 SEEDS = range(24)
 REQUESTS_PER_CLUSTER = 24
@@ -58,17 +61,46 @@ def strategies(shapes: dict[Shape, float]) -> dict[str, object]:
         assert isinstance(scorer, FGD)
         scorer.frag.set_shapes(shapes)
         scorer.integer = name == "fgd"
-    default = make_strategy("cost-fragmentation", StrategyContext(
-        catalog(), platform().config.scoring, WorkloadMix(memory_per_gpu=MEMORY_PER_GPU),
-        np.random.default_rng(7)))
-    assert isinstance(default, CostFragmentation)
-    default.frag.set_shapes(shapes)
-    out["cost-fragmentation"] = default
+    scoring = platform().config.scoring
+    # the default weights, and the same with dP switched the other way (cpuWeight 1 <-> 0)
+    other_cpu = 0.0 if CPU_WEIGHT else 1.0
+    for name, config in (("cost-fragmentation", scoring),
+                         ("cost-fragmentation-cpu", dataclasses.replace(
+                             scoring, weights={**scoring.weights, "cpuWeight": other_cpu}))):
+        default = make_strategy("cost-fragmentation", StrategyContext(
+            catalog(), config, WorkloadMix(memory_per_gpu=MEMORY_PER_GPU),
+            np.random.default_rng(7)))
+        assert isinstance(default, CostFragmentation)
+        default.frag.set_shapes(shapes)
+        out[name] = default
     return out
 
 
 def all_rows(snap: ClusterSnapshot) -> np.ndarray:
     return np.arange(snap.n_nodes, dtype=np.int64)
+
+
+def check_default(default_scorer: CostFragmentation, snap: ClusterSnapshot, *,
+                  req: GpuRequest, preq: PlacementRequest, result: FitResult,
+                  ref: NaiveReference, fitting: list[int],
+                  units: Mapping[int, Sequence[int]], shapes: dict[Shape, float],
+                  cpu: int, memory: int, context: str) -> None:
+    """The default strategy (under its weights) against its oracle."""
+    default = default_scorer.score(snap, preq, result)
+    assert [int(r) for r in default.rows] == fitting
+    oracle = default_keys(ref, snap, req, fitting, units, shapes=shapes,
+                          weights=default_scorer.context.weights(default_scorer.WEIGHTS),
+                          salt=default_scorer.salt, memory_per_gpu=MEMORY_PER_GPU,
+                          cpu_milli=cpu, memory_mib=memory)
+    terms = default_scorer.terms(snap, preq, result)
+    np.testing.assert_allclose(terms.loss, [o.loss for o in oracle], atol=1e-9,
+                               err_msg=context)
+    assert [int(c) for c in default.choice] == [o.choice for o in oracle], context
+    near_edge = any(abs(o.loss / default_scorer.resolution
+                        - round(o.loss / default_scorer.resolution)) < 1e-6 and
+                    abs(o.loss) > 1e-9 for o in oracle)
+    if not near_edge:  # a loss on a bucket edge may round either way on both sides
+        assert default.scores.tolist() == rank_scores(oracle), context
 
 
 def check_request(snap: ClusterSnapshot, req: GpuRequest, *, namespace: str, cpu: int,
@@ -95,7 +127,7 @@ def check_request(snap: ClusterSnapshot, req: GpuRequest, *, namespace: str, cpu
     # -- scores
     fgd = scorers["fgd"]
     for name, scorer in scorers.items():
-        if name == "cost-fragmentation":
+        if name.startswith("cost-fragmentation"):
             continue  # against its own oracle below
         out = scorer.score(snap, preq, result)  # type: ignore[attr-defined]
         assert [int(r) for r in out.rows] == fitting, (name, context)
@@ -156,23 +188,12 @@ def check_request(snap: ClusterSnapshot, req: GpuRequest, *, namespace: str, cpu
     _, _, choice = fgd.delta(snap, preq, result)
 
     # -- the default strategy against its oracle (tests/core/default_oracle.py)
-    default_scorer = scorers["cost-fragmentation"]
-    assert isinstance(default_scorer, CostFragmentation)
-    default = default_scorer.score(snap, preq, result)
-    assert [int(r) for r in default.rows] == fitting
-    oracle = default_keys(ref, snap, req, fitting, units, shapes=shapes,
-                          weights=default_scorer.context.weights(default_scorer.WEIGHTS),
-                          salt=default_scorer.salt, memory_per_gpu=MEMORY_PER_GPU,
-                          cpu_milli=cpu, memory_mib=memory)
-    terms = default_scorer.terms(snap, preq, result)
-    np.testing.assert_allclose(terms.loss, [o.loss for o in oracle], atol=1e-9,
-                               err_msg=context)
-    assert [int(c) for c in default.choice] == [o.choice for o in oracle], context
-    near_edge = any(abs(o.loss / default_scorer.resolution
-                        - round(o.loss / default_scorer.resolution)) < 1e-6 and
-                    abs(o.loss) > 1e-9 for o in oracle)
-    if not near_edge:  # a loss on a bucket edge may round either way on both sides
-        assert default.scores.tolist() == rank_scores(oracle), context
+    for variant in ("cost-fragmentation", "cost-fragmentation-cpu"):
+        default_scorer = scorers[variant]
+        assert isinstance(default_scorer, CostFragmentation)
+        check_default(default_scorer, snap, req=req, preq=preq, result=result, ref=ref,
+                      fitting=fitting, units=units, shapes=shapes, cpu=cpu, memory=memory,
+                      context=context)
 
     # -- assign: default rules, and the FGD choice as the preferred order
     for row in fitting:

@@ -9,7 +9,10 @@ Details: for each fitting node ``n`` (for a one-GPU share: each GPU of ``n`` it 
     dC    = g x claim(t)                  typed demand displaced: g GPUs of type t taken,
             claim(t) = clip(2 d_t / f_t - 1, 0, 1), d_t the share of the typical GPU demand
             that names t, f_t t's share of the free GPUs (``_claims``)
-    loss  = (dF + dS + dC) x (p_t / p_mean) ^ w      GPUs (w = 0, default) or GPU-dollars (1)
+    dP    = P_n(after) - P_n(before)      GPUs stranded by CPU (``cpuWeight``, default 1), with
+            P_n = max(0, free GPUs of n - free CPU of n / c)
+            c   = CPU the typical GPU shapes ask per GPU (CPU-only shapes left out)
+    loss  = (dF + dS + dC + dP) x (p_t / p_mean) ^ w   GPUs (w = 0, default) or GPU-dollars (1)
     key   = ( ceil(loss / 0.04),          fragmentation first, at FGD's resolution
               0 if n holds a GPU pod else 1,  consolidate: open an idle node only if better
               p_t  if the pod itself names types of different prices; else, with
@@ -55,6 +58,18 @@ full tables are in benchmarks/README.md; FGD 4.87 % on the default trace):
 - dS: FGD ignores memory, yet 321 of the 361 pods FGD fails at 100 % had a node with the GPU
   and the CPU free but not the memory (G2 nodes hold 48 GiB per GPU; GPU pods ask 40 GiB per
   GPU). Without dS: 4.76 %, with: 4.39 %.
+- dP (issue 27, fourth session): the decision log against FGD
+  (``benchmarks/placement_divergence.py``, ``simulator/stranding.py``) showed the default's
+  own losses are GPUs left beside too little CPU: P100 x2 nodes (16 cores) opened cheaply for
+  pods that take most of their CPU (default trace), V100-32 and G3 x8 nodes whose CPU went to
+  CPU-hungry pods (cpu250). FGD's dF sees this only as the typical shapes stop fitting one by
+  one; dP counts it as it happens, as dS does for memory, at the same exchange rate (one GPU
+  stranded is one GPU). Seeds 42-43, all 20 traces: median ratio to FGD 0.95 -> 0.85
+  (default trace 4.73 -> 4.26 %), better on 19 traces on both seeds, worse on cpu300 (13.06 ->
+  13.47, still below FGD's 13.99), at most 0.8 x FGD on 3 traces (none before). Price: the
+  bill at 25 / 50 / 75 % arrived goes from 0.79 / 0.84 / 0.87 to 0.87 / 0.97 / 0.99 x FGD's on
+  the default trace (CPU-rich nodes open earlier); ``cpuWeight: 0`` restores the old choice,
+  0.5 chooses almost as 1 (4.27 %).
 - dC: with type constraints (gpuspec traces) dS alone sends memory-hungry untyped pods to
   the memory-rich T4/V100 nodes that T4- and V100-typed pods need (gpuspec25: 6.1 % against
   FGD's 5.9 %); with dC: 5.0 %. dC counts only typed demand that needs more than half of its
@@ -129,6 +144,8 @@ RESOLUTION = 0.04
 """GPUs per fragmentation bucket: one point of FGD's ``floor(100 sigmoid(-dF))`` near 0."""
 CLAIM_FLOOR = 0.5
 """Typed demand below half of a type's share of the free GPUs claims none of it."""
+CPU_WEIGHT = 1.0
+"""Default of ``weights.cpuWeight`` (the measurements: the dP bullet of the module docstring)."""
 IDLE_PRICE = 1.0
 """Default of ``weights.idlePrice`` (the measurements: last bullet of the module docstring)."""
 CPU_ROOM = 0.9
@@ -175,6 +192,8 @@ class Terms:
     """F of the node before the placement, GPUs (dF = F after - F before)."""
     bill: npt.NDArray[np.int64]
     """The node's $/h in thousandths (``node_price``, rounded): the idle-price key."""
+    cpu_stranded: npt.NDArray[np.float64]
+    """dP x ``cpuWeight``, GPUs."""
 
     def at(self, positions: npt.NDArray[np.int64]) -> Terms:
         """These terms at ``positions`` only."""
@@ -200,6 +219,9 @@ WEIGHTS: Mapping[str, Weight] = {
                          "(0: GPUs, 1: GPU-dollars)"),
     "fragResolution": Weight(RESOLUTION, 1e-6, 8.0, "GPUs per fragmentation bucket"),
     "memoryWeight": Weight(1.0, 0.0, math.inf, "factor on dS (GPUs stranded by memory)"),
+    "cpuWeight": Weight(CPU_WEIGHT, 0.0, math.inf, "factor on dP (GPUs stranded by CPU: "
+                        "free GPUs beyond the node's free CPU over the GPU pods' CPU per "
+                        "GPU); 0: off"),
     "claimWeight": Weight(1.0, 0.0, math.inf, "factor on dC (typed demand displaced)"),
     "typedCost": Weight(1.0, 0.0, 1.0, "1: among the types a pod names itself, the cheaper "
                         "one on equal keys; 0: off", flag=True),
@@ -231,6 +253,9 @@ class CostFragmentation:
         self.cost_weight = weights["costWeight"]
         self.resolution = weights["fragResolution"]
         self.memory_weight = weights["memoryWeight"]
+        self.cpu_weight = weights["cpuWeight"]
+        self._gpu_cpu_model: FragModel | None = None
+        self._gpu_cpu = 0.0
         self.salt = int(context.rng.integers(1 << 31))
         self.typed_cost = weights["typedCost"] > 0
         self.claim_weight = weights["claimWeight"]
@@ -275,10 +300,10 @@ class CostFragmentation:
 
     def explain(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult,
                 rows: npt.NDArray[np.int64]) -> list[NodeTerms]:
-        """``Explainer``: dF (F before and after), dS, dC and the loss in GPUs, the price of
-        what the pod takes in $/h, then the key's terms in their order (the price term's
-        value is what the pod takes in $/h; its key, for a pod that names no alternatives,
-        is the node's $/h on an idle node, 0 on a used one).
+        """``Explainer``: dF (F before and after), dS, dC (with ``cpuWeight``: dP) and the
+        loss in GPUs, the price of what the pod takes in $/h, then the key's terms in their
+        order (the price term's value is what the pod takes in $/h; its key, for a pod that
+        names no alternatives, is the node's $/h on an idle node, 0 on a used one).
 
         After a ``score`` of the same ``fit`` the terms and keys are that call's, read at
         ``rows`` (``ScoredMemo``); else they are computed for ``rows`` alone."""
@@ -294,6 +319,8 @@ class CostFragmentation:
                 Term("stranded memory", float(terms.stranded[i]), "GPU"),
                 Term("typed claim", float(terms.claim[i]), "GPU"),
             ]
+            if self.cpu_weight:
+                info.append(Term("stranded CPU", float(terms.cpu_stranded[i]), "GPU"))
             values = {LOSS: (float(terms.loss[i]), "GPU"),
                       IDLE: (float(terms.idle[i]), "idle node"),
                       PRICE: (float(hourly[i]), "$/h"),
@@ -329,6 +356,10 @@ class CostFragmentation:
             taken = unit_take(snapshot, req, rows, fit.units[positions]) * req.count
         stranded = self.memory_weight * self._stranded(snapshot, req, rows, taken)
         loss = delta + stranded
+        cpu_stranded = np.zeros(len(rows))
+        if self.cpu_weight:
+            cpu_stranded = self.cpu_weight * self._cpu_stranded(snapshot, req, rows, taken)
+            loss = loss + cpu_stranded
         claim = np.zeros(len(rows))
         if self.claim_weight:
             claim = self.claim_weight * taken * self._claims(snapshot)[
@@ -338,7 +369,7 @@ class CostFragmentation:
             loss = loss * self._price_ratio(snapshot, rows, choice) ** self.cost_weight
         priority, idle, bill = self._row_keys(snapshot, rows)
         return Terms(rows, choice, taken, loss, idle, priority, delta, stranded, claim, before,
-                     bill)
+                     bill, cpu_stranded)
 
     def _share(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult
                ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64],
@@ -409,6 +440,28 @@ class CostFragmentation:
         memory = snapshot.memory_free[rows].astype(np.float64)
         before = np.maximum(0.0, free - memory / per_gpu)
         after = np.maximum(0.0, free - taken - (memory - req.memory_mib) / per_gpu)
+        out: npt.NDArray[np.float64] = after - before
+        return out
+
+    def _cpu_stranded(self, snapshot: ClusterSnapshot, req: PlacementRequest,
+                      rows: npt.NDArray[np.int64], taken: npt.NDArray[np.float64]
+                      ) -> npt.NDArray[np.float64]:
+        """(n,) dP: GPUs the placement leaves without the CPU their pods would need, as dS
+        for memory: P_n = max(0, free GPUs of n - free CPU of n / c), c = the CPU the mix's
+        GPU shapes ask per GPU (cached per model)."""
+        model = self.frag.model()
+        if self._gpu_cpu_model is not model:
+            gpu_shapes = [(s, w) for s, w in model.shapes.items() if gpu_equivalents(s) > 0]
+            gpus = sum(w * gpu_equivalents(s) for s, w in gpu_shapes)
+            self._gpu_cpu = sum(w * s.cpu_milli for s, w in gpu_shapes) / gpus if gpus else 0.0
+            self._gpu_cpu_model = model
+        if self._gpu_cpu <= 0:
+            return np.zeros(len(rows))
+        held, count = used_total(snapshot, rows)
+        free = count - held
+        cpu = snapshot.cpu_free[rows].astype(np.float64)
+        before = np.maximum(0.0, free - cpu / self._gpu_cpu)
+        after = np.maximum(0.0, free - taken - (cpu - req.cpu_milli) / self._gpu_cpu)
         out: npt.NDArray[np.float64] = after - before
         return out
 
