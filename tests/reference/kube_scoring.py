@@ -1,5 +1,5 @@
 """A small reference of kube-scheduler 1.36.3's node choice, written from its Go source, for the
-exact cut's differential test (``tests/core/test_score_cut.py``).
+exact cut's differential test (``tests/core/test_score_cut_decision.py``).
 
 Per plugin, the raw per-node score and the normalisation over the nodes passed
 (``pkg/scheduler/framework/plugins``):
