@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from extender.config.score_cut import ScoreCutConfig
+from extender.core.reasons import Reason
 from extender.core.score_cut import decide, priorities
 from extender.core.scoring.base import ScoreResult
 from extender.kube import objects
@@ -47,12 +48,17 @@ class CutMemo:
 
     evaluation: Evaluation
     result: ScoreResult
-    by_name: dict[str, float]
-    """Strategy score (0..100) per feasible name."""
+    scores: npt.NDArray[np.float64]
+    """Strategy score (0..100) per name of ``evaluation`` (0: no fit)."""
+    answered: list[str]
+    """The names filter answered, and their scores: what prioritize is normally asked."""
+    answered_scores: npt.NDArray[np.float64]
 
     def scores_for(self, names: Sequence[str]) -> npt.NDArray[np.float64] | None:
-        """The scores of ``names``, ``None`` if one was not scored here."""
-        by_name = self.by_name
+        """The scores of ``names``, ``None`` if one of them was not judged here."""
+        if list(names) == self.answered:
+            return self.answered_scores
+        by_name = dict(zip(self.evaluation.names, self.scores.tolist(), strict=True))
         if not all(n in by_name for n in names):
             return None
         return np.array([by_name[n] for n in names], dtype=np.float64)
@@ -85,14 +91,16 @@ class ScoreCut:
         placement = cycle.pod.placement
         assert evaluation is not None and placement is not None
         result, scores = self._scorer.scores_of(evaluation, placement, pod=str(cycle.pod.key))
-        by_name = dict(zip(evaluation.names, scores.tolist(), strict=True))
-        cycle.cut = CutMemo(evaluation, result, by_name)
-        decision = decide(priorities(np.array([by_name[n] for n in feasible])),
-                          weight=self._config.extender_weight,
+        positions = np.flatnonzero(evaluation.code == Reason.FITS)  # ``feasible``, in order
+        assert len(positions) == len(feasible)
+        decision = decide(priorities(scores[positions]), weight=self._config.extender_weight,
                           in_tree_max=self._config.in_tree_score_max, refusal=None)
         if decision.kept is None:
+            cycle.cut = CutMemo(evaluation, result, scores, feasible, scores[positions])
             return CutAnswer(feasible, decision.reason)
-        kept = [n for n, keep in zip(feasible, decision.kept.tolist(), strict=True) if keep]
+        chosen = np.flatnonzero(decision.kept)
+        kept = [feasible[i] for i in chosen.tolist()]
+        cycle.cut = CutMemo(evaluation, result, scores, kept, scores[positions[chosen]])
         return CutAnswer(kept, decision.reason, len(feasible) - len(kept))
 
     def _refusal(self, outcome: FilterOutcome, pod_object: Mapping[str, Any],

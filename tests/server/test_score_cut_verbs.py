@@ -82,6 +82,10 @@ def test_the_cut_keeps_the_winner_and_prioritize_answers_the_full_lists_scores(
     assert all(best - full_scores.get(n, 0) >= 2 for n in NAMES if n not in kept)
     # the kept nodes get the priorities they have in the full list; the same node is held
     assert _prioritize(cut, pod, kept) == {n: s for n, s in full_scores.items() if n in kept}
+    # in another order (kube-scheduler's list is its own): the same scores, by name
+    again = _service(platform)
+    assert _prioritize(again, pod, _filter(again, pod)[::-1]) == \
+        {n: s for n, s in full_scores.items() if n in kept}
     held = cut.inventory.holding("uid-next")
     reference = plain.inventory.holding("uid-next")
     assert held is not None and reference is not None
