@@ -61,6 +61,7 @@ class ExtenderService:
                                    binder=Binder(api, events=event_queue), claims=claims,
                                    cut_facts=facts)
         self.event_queue = event_queue
+        self.facts = facts
         self.applier.on_placed = self.scheduler.observed_placed
         self.verbs = SchedulingVerbs(platform, self.scheduler, self.metrics)
         self.preempt = PreemptVerb(Preempt(self.inventory, self.scheduler.cycles,
