@@ -80,6 +80,9 @@ _VERB_BUCKET = re.compile(
     rb'^gpu_extender_request_duration_seconds_bucket\{le="([0-9.e+-]+|\+Inf)",verb="(\w+)"\}'
     rb' ([0-9.e+-]+)$', re.MULTILINE)
 _COUNTER = re.compile(rb"^gpu_extender_(\w+)_total ([0-9.e+-]+)$", re.MULTILINE)
+_CUT = re.compile(rb'^gpu_extender_(score_cut(?:_nodes)?)_total\{\w+="(\w+)"\} ([0-9.e+-]+)$',
+                  re.MULTILINE)
+"""The exact cut's counters by reason / fate (docs/score-cut.md), where they are not 0."""
 MODES = ("plain", "extender", "base", "stock")
 EXTENDER_MODES = ("extender", "base")
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -419,7 +422,9 @@ def _p50_ms(text: bytes, verb: str) -> float | None:
 
 
 def _counters(text: bytes) -> dict[str, float]:
-    return {name.decode(): float(value) for name, value in _COUNTER.findall(text)}
+    counters = {name.decode(): float(value) for name, value in _COUNTER.findall(text)}
+    return counters | {f"{name.decode()}{{{label.decode()}}}": float(value)
+                       for name, label, value in _CUT.findall(text) if float(value)}
 
 
 def main(argv: list[str] | None = None) -> int:

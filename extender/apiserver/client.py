@@ -30,7 +30,8 @@ from extender.jsonobj import load_object
 from extender.kube import objects
 from extender.model import PodKey
 
-ResourceKind = Literal["nodes", "pods", "resourceslices", "resourceclaims", "deviceclasses"]
+ResourceKind = Literal["nodes", "pods", "resourceslices", "resourceclaims", "deviceclasses",
+                       "services"]
 DRA_KINDS: tuple[ResourceKind, ...] = ("resourceslices", "resourceclaims", "deviceclasses")
 """``resource.k8s.io/v1`` kinds the DRA interop watches (``sync/dra.py``)."""
 
@@ -263,6 +264,8 @@ class ApiServerClient:
             return self._resource.list_resource_claim_for_all_namespaces
         if kind == "deviceclasses":
             return self._resource.list_device_class
+        if kind == "services":
+            return self._core.list_service_for_all_namespaces
 
         def list_pods(**kwargs: Any) -> Any:
             return self._core.list_pod_for_all_namespaces(

@@ -12,6 +12,7 @@ from extender.config.admission import apply_admission_defaults
 from extender.config.demand import apply_demand_defaults
 from extender.config.handoff import apply_handoff_defaults
 from extender.config.platforms import apply_platform_defaults
+from extender.config.score_cut import apply_score_cut_defaults
 
 API_VERSION = "gpu-extender.io/v1alpha1"
 KIND = "PlatformConfig"
@@ -63,6 +64,7 @@ def apply_defaults(raw: dict[str, Any]) -> dict[str, Any]:
     apply_platform_defaults(out)
     apply_handoff_defaults(out)
     apply_demand_defaults(out)
+    apply_score_cut_defaults(out)
     return out
 
 

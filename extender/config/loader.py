@@ -20,6 +20,7 @@ from extender.config.platforms import (
     build_foreign_forms,
     build_instance_types,
 )
+from extender.config.score_cut import build_score_cut
 from extender.config.types import (
     LabelMapping,
     NodeLabelConfig,
@@ -109,4 +110,5 @@ def build_config(raw: dict[str, Any]) -> PlatformConfig:
         foreign_forms=build_foreign_forms(raw["foreignForms"]),
         handoff=build_handoff(raw["handoff"]),
         demand=build_demand(raw["demand"]),
+        score_cut=build_score_cut(raw["scoreCut"]),
     )

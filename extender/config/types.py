@@ -14,6 +14,7 @@ from enum import StrEnum
 from extender.catalog.types import AcceleratorType
 from extender.config.admission.types import AdmissionConfig
 from extender.config.demand.types import DemandConfig
+from extender.config.score_cut.types import ScoreCutConfig
 
 
 @dataclass(frozen=True)
@@ -171,3 +172,5 @@ class PlatformConfig:
     """How a share's GPU reaches its containers, per node pool (docs/handoff.md)."""
     demand: DemandConfig = field(default_factory=DemandConfig)
     """What ``gpu-extender demand`` asks autoscalers for (docs/autoscaling.md)."""
+    score_cut: ScoreCutConfig = field(default_factory=ScoreCutConfig)
+    """Filter answers only the nodes that can still win (docs/score-cut.md)."""

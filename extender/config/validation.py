@@ -25,11 +25,13 @@ from extender.config.platforms import (
     validate_instance_types,
 )
 from extender.config.presets import LABEL_VALUE_RULE, PRESETS, is_label_value
+from extender.config.score_cut import validate_score_cut
 from extender.config.types import Weight
 from extender.errors import FieldError, did_you_mean, join_accepted
 
 TOP_LEVEL_KEYS = ("apiVersion", "kind", "accelerators", "nodeLabels", "protection", "scoring",
-                  "service", "admission", "foreignForms", "handoff", "demand")
+                  "service", "admission", "foreignForms", "handoff", "demand",
+                  "scoreCut")
 ACCELERATOR_KEYS = ("id", "family", "memoryMiB", "price", "protected", "aliases", "mig")
 MIG_KEYS = ("slots", "profiles")
 PROFILE_KEYS = ("name", "memoryMiB", "slices", "starts")
@@ -134,6 +136,7 @@ def validate_config(raw: Mapping[str, Any], strategies: StrategyCatalogue = ()
     validate_foreign_forms(errors, raw.get("foreignForms"))
     validate_handoff(errors, raw.get("handoff"), _LABEL_KEY)
     validate_demand(errors, raw.get("demand"), catalog)
+    validate_score_cut(errors, raw.get("scoreCut"))
     return errors.items
 
 

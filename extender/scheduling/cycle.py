@@ -16,6 +16,8 @@ field         written by   valid while
               bind         forgets it (a new filter, bind choosing another node), not on TTL
 ``passed``    filter       the pod's version: this extender's filter found a node for it, so
                            prioritize may hold GPUs for it (``scheduling/holds.py``)
+``cut``       filter       the next prioritize (which takes it): filter's scoring of every
+                           feasible node when the exact cut judged the pod (``cut.py``)
 ============  ===========  ================================================================
 
 The inventory, not the cycle, is where a hold takes effect (other pods' cycles must see it):
@@ -31,7 +33,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -43,6 +45,9 @@ from extender.model import Assignment, NodeInfo
 from extender.platform import Platform
 from extender.scheduling.pod_memo import DecodeMemo
 from extender.scheduling.pods import DecodedPod, pod_key, resource_version, retyped
+
+if TYPE_CHECKING:
+    from extender.scheduling.cut import CutMemo
 
 
 @dataclass(frozen=True, eq=False)
@@ -84,6 +89,7 @@ class PodCycle:
     scored_on: tuple[ClusterSnapshot, FitResult] | None = None
     held: Assignment | None = None
     passed: bool = False
+    cut: CutMemo | None = None
 
 
 class CycleTable:
@@ -144,6 +150,7 @@ class CycleTable:
         pod = retyped(self._platform, cycle.pod, self._nodes())
         if pod is not cycle.pod:
             cycle.pod, cycle.fit, cycle.scores, cycle.scored_on = pod, None, None, None
+            cycle.cut = None
         return cycle
 
     def get(self, uid: str) -> PodCycle | None:
@@ -164,6 +171,7 @@ class CycleTable:
                 old.fit = None
                 old.scores = None
                 old.scored_on = None
+                old.cut = None
 
 
 class HoldEvents(Protocol):

@@ -143,6 +143,13 @@ class Prioritize:
         bound = api_holding(self._inventory, pod.key.uid)
         if bound is not None:  # a retried cycle of a bound pod: its node, nothing held
             return PrioritizeOutcome(Decision.SCORED, cycle, bound_scores(names, bound.node))
+        memo, cycle.cut = cycle.cut, None
+        cut_scores = memo.scores_for(names) if memo is not None else None
+        if memo is not None and cut_scores is not None:  # filter scored every feasible node
+            cycle.scores = memo.result
+            cycle.scored_on = (memo.evaluation.snapshot, memo.evaluation.fit)
+            self._hold_best(cycle, memo.evaluation, memo.result)
+            return PrioritizeOutcome(Decision.SCORED, cycle, cut_scores)
         evaluation = self._evaluator.evaluate(
             self._inventory.snapshot(), pod.placement, names,
             cycle=cycle if pod.key.uid else None, nodes=nodes)

@@ -29,6 +29,7 @@ from extender.kube.annotations import decode_assignment
 from extender.model import ANNOTATION_ASSIGNED, Assignment, PodInfo
 from extender.platform import Platform
 from extender.scheduling.bind import Bind, BindOutcome
+from extender.scheduling.cut import CutFacts, ScoreCut
 from extender.scheduling.cycle import CycleTable, HoldEvents, PodCycle
 from extender.scheduling.evaluate import Evaluation, Evaluator
 from extender.scheduling.expiry import Expiry
@@ -86,8 +87,10 @@ class Scheduler:
                  reservation_ttl: float, check_cpu_memory: bool = False,
                  on_new_pod: Callable[[Mapping[str, Any]], None] | None = None,
                  clock: Callable[[], float] = time.monotonic,
-                 claims: ClaimReader | None = None) -> None:
-        """``binder`` writes the Binding and the pod's events (``apiserver.binder.Binder``;
+                 claims: ClaimReader | None = None,
+                 cut_facts: CutFacts | None = None) -> None:
+        """``cut_facts``: the cluster facts of the exact cut (``None``: offline, no cut).
+        ``binder`` writes the Binding and the pod's events (``apiserver.binder.Binder``;
         online its events, with the explanation in the Normal one, go through a queue off the
         bind path). ``api`` reads a pod back at bind; ``claims``: a DRA pod's claim at bind
         (``None``: offline, no DRA)."""
@@ -105,6 +108,7 @@ class Scheduler:
         self.prioritize = Prioritize(inventory, self.cycles, self.evaluator, expiry,
                                      self.scorer, events=events,
                                      reservation_ttl=reservation_ttl)
+        self.cut = ScoreCut(platform.config.score_cut, self.scorer, cut_facts)
         self.bind = Bind(inventory, self.cycles, binder, api, self.placed,
                          announce=self.announcer, unanswered_ttl=reservation_ttl,
                          handoff=self.evaluator.handoff, claims=claims)

@@ -19,6 +19,7 @@ from prometheus_client.registry import Collector
 from extender.core.reasons import VERDICT_BY_CODE, Reason
 from extender.inventory.snapshot import ClusterSnapshot
 from extender.inventory.store import HoldingState, Inventory
+from extender.kube.score_inert import CutReason
 from extender.model import Verdict
 
 PREFIX = "gpu_extender"
@@ -66,6 +67,16 @@ class ExtenderMetrics:
         self._preemption_victims = Counter(
             f"{PREFIX}_preemption_victims", "Victims named by preempt answers (divided by "
             "preemption_nodes{outcome=\"victims\"}: victims per preempted node).", registry=r)
+        self._score_cut = Counter(
+            f"{PREFIX}_score_cut", "Filter answers with a node passing, by the exact cut's "
+            "verdict: cut, or why not (docs/score-cut.md).", ["reason"], registry=r)
+        self._score_cut_nodes = Counter(
+            f"{PREFIX}_score_cut_nodes", "Feasible nodes of filter answers by fate (kept, "
+            "dropped by the exact cut).", ["fate"], registry=r)
+        self._cut_children = {reason: self._score_cut.labels(reason.value)
+                              for reason in CutReason}
+        self._cut_kept = self._score_cut_nodes.labels("kept")
+        self._cut_dropped = self._score_cut_nodes.labels("dropped")
         self.observe_latency = {verb: self._latency.labels(verb).observe for verb in VERBS}
         reason_outcome = {code: _outcome_of(code) for code in Reason}
         self._verdict_children = {
@@ -89,6 +100,12 @@ class ExtenderMetrics:
         self._preemption_nodes.labels(outcome).inc()
         if victims:
             self._preemption_victims.inc(victims)
+
+    def score_cut(self, reason: CutReason, kept: int, dropped: int) -> None:
+        self._cut_children[reason].inc()
+        self._cut_kept.inc(kept)
+        if dropped:
+            self._cut_dropped.inc(dropped)
 
     def bind_conflict(self) -> None:
         self._bind_conflicts.inc()

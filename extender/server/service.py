@@ -30,6 +30,7 @@ from extender.sync.dra import DraState
 from extender.sync.node_capacity import CapacityPublisher
 from extender.sync.node_warnings import NodeWarnings
 from extender.sync.offline import ClusterObjects, OfflineCluster
+from extender.sync.score_facts import ScoreFacts
 
 _log = logging.getLogger(__name__)
 
@@ -40,8 +41,10 @@ class ExtenderService:
                  on_new_pod: Callable[[Mapping[str, Any]], None] | None = None,
                  clock: Callable[[], float] = time.monotonic,
                  event_queue: EventQueue | None = None,
-                 claims: ClaimReader | None = None) -> None:
-        """``clock`` drives reservation TTLs (tests pass a fake one); ``event_queue``: the
+                 claims: ClaimReader | None = None,
+                 facts: ScoreFacts | None = None) -> None:
+        """``facts``: the exact cut's cluster facts, fed by the watches (online).
+        ``clock`` drives reservation TTLs (tests pass a fake one); ``event_queue``: the
         writer of events, started and stopped with the service (online); ``claims`` reads DRA
         claims at bind (online only)."""
         config = platform.config.service
@@ -56,8 +59,10 @@ class ExtenderService:
                                    reservation_ttl=config.reservation_ttl_seconds,
                                    check_cpu_memory=config.check_cpu_memory,
                                    on_new_pod=on_new_pod, clock=clock,
-                                   binder=self.binder, claims=claims)
+                                   binder=self.binder, claims=claims,
+                                   cut_facts=facts)
         self.event_queue = event_queue
+        self.facts = facts
         self.applier.on_placed = self.scheduler.observed_placed
         self.verbs = SchedulingVerbs(platform, self.scheduler, self.metrics)
         self.preempt = PreemptVerb(Preempt(self.inventory, self.scheduler.cycles,
@@ -82,15 +87,17 @@ class ExtenderService:
         """``publish_capacity``: write the share capacity into node status while ``leader()``
         says this replica leads (``sync/leader.py``)."""
         inventory = Inventory(platform.catalog)
+        facts = ScoreFacts()
         service = cls(platform, client, inventory=inventory, applier=InventoryApplier(
             platform, inventory, on_node_problems=NodeWarnings(client),
-            dra=DraState(platform.catalog)), event_queue=EventQueue(client), claims=client)
+            dra=DraState(platform.catalog)), event_queue=EventQueue(client), claims=client,
+            facts=facts)
         service.sync = ClusterSync(
             client, service.applier, service.inventory,
             reconcile_interval_seconds=platform.config.service.reconcile_interval_seconds,
             watch_timeout_seconds=watch_timeout_seconds,
             on_restart=service.metrics.watch_restart, on_repairs=service.metrics.repairs,
-            on_synced=service._synced)
+            on_synced=service._synced, facts=facts)
         if publish_capacity is not None:
             service.capacity = CapacityPublisher(inventory, publish_capacity, leader=leader)
         return service

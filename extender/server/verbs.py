@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from extender.core.score_cut import priorities
 from extender.model import PodKey
 from extender.platform import Platform
 from extender.scheduling.outcome import Decision
@@ -33,7 +34,6 @@ from extender.server.explain_report import bound_report, reason_groups
 from extender.server.failures import ReasonMessages, group_failures
 from extender.server.metrics import ExtenderMetrics
 from extender.server.wire import (
-    MAX_PRIORITY,
     ExtenderArgs,
     ExtenderBindingArgs,
     ExtenderBindingResult,
@@ -74,8 +74,13 @@ class SchedulingVerbs:
         evaluation = outcome.evaluation
         assert evaluation is not None
         self._metrics.node_verdicts(evaluation.code)
-        return _filter_answer(args, *group_failures(evaluation, self._messages,
-                                                    outcome.cycle.pod.request))
+        feasible, failed, unresolvable = group_failures(evaluation, self._messages,
+                                                        outcome.cycle.pod.request)
+        if feasible:  # the exact cut: only nodes that can still win (docs/score-cut.md)
+            cut = self.scheduler.cut(outcome, args["Pod"], feasible)
+            self._metrics.score_cut(cut.reason, len(cut.feasible), cut.dropped)
+            feasible = cut.feasible
+        return _filter_answer(args, feasible, failed, unresolvable)
 
     def prioritize(self, args: ExtenderArgs) -> Answer:
         """Scores 1..10 of the nodes that fit; every node not listed scores 0."""
@@ -159,5 +164,6 @@ def _filter_answer(args: ExtenderArgs, feasible: list[str], failed: list[NodeGro
 
 
 def wire_scores(scores: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
-    """Strategy scores in [0, 100] -> extender priorities 0..10, rounding half up."""
-    return np.clip(np.floor(scores / 10.0 + 0.5), 0, MAX_PRIORITY).astype(np.int64)
+    """Strategy scores in [0, 100] -> extender priorities 0..10, rounding half up (the cut
+    judges the same priorities: ``core.score_cut.priorities``)."""
+    return priorities(scores)

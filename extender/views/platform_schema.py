@@ -34,6 +34,7 @@ from extender.config.defaults import API_VERSION, KIND
 from extender.config.demand.validation import CLASSES, MAX_GPUS_PER_NODE, MODES
 from extender.config.platforms import INSTANCE_TYPE_KEYS, VRAM_RESOURCE_KEYS, VRAM_UNITS
 from extender.config.presets import PRESETS
+from extender.config.score_cut.validation import MAX_EXTENDER_WEIGHT, MAX_IN_TREE_SCORE
 from extender.config.validation import ACCELERATOR_KEYS, MIG_KEYS, PROFILE_KEYS
 from extender.core.scoring.registry import strategy_names
 
@@ -110,6 +111,10 @@ def _overrides() -> dict[str, JSON]:
         "demand.gpusPerNode": {"type": "integer", "minimum": 1, "maximum": MAX_GPUS_PER_NODE},
         "demand.gpusPerNodeByType": {"type": "object", "additionalProperties": {
             "type": "integer", "minimum": 1, "maximum": MAX_GPUS_PER_NODE}},
+        "scoreCut.extenderWeight": {"type": "integer", "minimum": 1,
+                                    "maximum": MAX_EXTENDER_WEIGHT},
+        "scoreCut.inTreeScoreMax": {"type": "integer", "minimum": 0,
+                                    "maximum": MAX_IN_TREE_SCORE},
         "foreignForms.vramResources": {"type": "array", "items": _entries(
             VRAM_RESOURCE_KEYS, {"name": _STRING, "unit": {"enum": list(VRAM_UNITS)}},
             VRAM_RESOURCE_KEYS)},

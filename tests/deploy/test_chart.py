@@ -463,10 +463,13 @@ def test_image_digest_wins_over_the_tag(renderings: dict[str, list[dict[str, Any
     (["platform.nodeLabels.preset={gfd}"],
      "at '/platform/nodeLabels': additional properties 'preset' not allowed"),
     (["platform.scoring.strategy=cost-fragmentaton"], "at '/platform/scoring/strategy'"),
+    # the exact cut's weight is the scheduler config's: one value (docs/score-cut.md)
+    (["platform.scoreCut.extenderWeight=10"],
+     "platform.scoreCut.extenderWeight: 10 differs from extender.weight 100"),
 ], ids=["unknown mode", "misspelt key", "port out of range", "digest not sha256",
         "replicas without leader election", "existing without secret", "unknown tls source",
         "webhook existing without secret", "unknown overuse policy", "shadow port",
-        "misspelt platform key", "unknown strategy"])
+        "misspelt platform key", "unknown strategy", "cut weight not the scheduler's"])
 def test_bad_values_fail_naming_the_value(helm: Helm, sets: list[str], message: str) -> None:
     with pytest.raises(HelmError) as refused:
         helm.template(set_values=sets)
@@ -558,3 +561,18 @@ def test_managed_resources_follow_what_the_platform_adds(helm: Helm) -> None:
     names = [m["name"] for m in extender["managedResources"]]
     assert names[-2:] == ["nvidia.com/mig-1g.12gb", "example.com/vram"]
     assert len(names) == len(set(names))
+
+
+def test_the_cut_weight_follows_the_scheduler_configs_weight(helm: Helm) -> None:
+    """``extender.weight`` is rendered into the KubeSchedulerConfiguration and into the
+    platform's ``scoreCut.extenderWeight``: they cannot disagree (docs/score-cut.md)."""
+    documents = [d for d in yaml.safe_load_all(helm.template(set_values=["extender.weight=50"]))
+                 if d]
+    texts = {d["metadata"]["name"]: d["data"] for d in documents
+             if d.get("kind") == "ConfigMap" and "data" in d}
+    platform = next(yaml.safe_load(t["platform.yaml"]) for t in texts.values()
+                    if "platform.yaml" in t)
+    scheduler = next(yaml.safe_load(t["config.yaml"]) for t in texts.values()
+                     if "config.yaml" in t)
+    assert platform["scoreCut"]["extenderWeight"] == 50
+    assert scheduler["extenders"][0]["weight"] == 50

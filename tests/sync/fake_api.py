@@ -39,6 +39,7 @@ class FakeApiServer:
         """(resourceVersion, kind, event type, object): what a watch replays."""
         self.nodes: dict[str, dict[str, Any]] = {}
         self.pods: dict[tuple[str, str], dict[str, Any]] = {}
+        self.services: dict[tuple[str, str], dict[str, Any]] = {}
         for node in nodes:
             self.add_node(node)
         for pod in pods:
@@ -84,11 +85,21 @@ class FakeApiServer:
             self.pods[(meta["namespace"], meta["name"])] = stored
             self._emit("pods", "ADDED", stored)
 
+    def add_service(self, service: Mapping[str, Any]) -> None:
+        with self._lock:
+            stored: dict[str, Any] = copy.deepcopy(dict(service))
+            meta = stored.setdefault("metadata", {})
+            meta.setdefault("namespace", "default")
+            meta["resourceVersion"] = self._next_version()
+            self.services[(meta["namespace"], meta["name"])] = stored
+            self._emit("services", "ADDED", stored)
+
     # -- ResourceLister ----------------------------------------------------------------------
 
     def list_objects(self, kind: ResourceKind) -> ObjectList:
         with self._lock:
-            store = self.nodes if kind == "nodes" else self.pods
+            store: Mapping[Any, dict[str, Any]] = {"nodes": self.nodes, "services": self.services
+                                                   }.get(kind, self.pods)
             items = [copy.deepcopy(o) for o in store.values()]
             return ObjectList(items, str(self._version))
 

@@ -274,5 +274,16 @@ extenders:
 {{- end -}}
 {{- $_ := set $platform "demand" $demand -}}
 {{- end -}}
+{{- /* scoreCut: the extender weight the scheduler config renders (one value, so the two cannot
+disagree); the chart's profile is kube-scheduler's default one (inTreeScoreMax 1500). */ -}}
+{{- $cut := dict -}}
+{{- if kindIs "map" (get $platform "scoreCut") -}}
+{{- $cut = get $platform "scoreCut" -}}
+{{- end -}}
+{{- if and (hasKey $cut "extenderWeight") (ne (int $cut.extenderWeight) (int .Values.extender.weight)) -}}
+{{- fail (printf "platform.scoreCut.extenderWeight: %v differs from extender.weight %v (the scheduler config's weight); set extender.weight only" $cut.extenderWeight .Values.extender.weight) -}}
+{{- end -}}
+{{- $_ := set $cut "extenderWeight" (int .Values.extender.weight) -}}
+{{- $_ := set $platform "scoreCut" $cut -}}
 {{- toYaml $platform -}}
 {{- end -}}

@@ -209,12 +209,17 @@ def host_ports(pod: Mapping[str, Any]) -> tuple[HostPort, ...]:
     return tuple(ports)
 
 
-def pod_demand(pod: Mapping[str, Any]) -> PodDemand:
-    spec, status = objects.section(pod, "spec"), objects.section(pod, "status")
-    tolerations = tuple(
+def tolerations_of(spec: Mapping[str, Any]) -> tuple[Toleration, ...]:
+    """A pod spec's ``tolerations``."""
+    return tuple(
         Toleration(str(t.get("key") or ""), str(t.get("operator") or "Equal"),
                    str(t.get("value") or ""), str(t.get("effect") or ""))
         for t in spec.get("tolerations") or () if isinstance(t, Mapping))
+
+
+def pod_demand(pod: Mapping[str, Any]) -> PodDemand:
+    spec, status = objects.section(pod, "spec"), objects.section(pod, "status")
+    tolerations = tolerations_of(spec)
     return PodDemand(f"{objects.namespace(pod)}/{objects.name(pod)}", objects.uid(pod),
                      objects.node_name(pod), pod_requests(pod), host_ports(pod), tolerations,
                      selection_of(spec), status.get("phase") in ("Succeeded", "Failed"))
