@@ -17,10 +17,21 @@ Method (one run measures both, side by side, so machine noise hits both alike):
 5. ``stock`` mode (``--modes``): the same file without the extenders and without
    ``percentageOfNodesToScore`` (kube-scheduler's adaptive default), what a user compares
    us with; the client qps/burst stay as shipped, so only the scoring differs.
-6. CPU time per pod of each process (the extender with its gunicorn worker, kube-scheduler,
+6. ``floor`` / ``floor-events`` modes (``--modes``): the shipped profile calling
+   ``benchmarks/floor_extender.py`` instead, an extender that decides nothing (filter keeps the
+   first two names, as the exact cut does here; prioritize; bind = one Binding POST;
+   ``floor-events`` adds one event per bind): what the extender protocol itself costs
+   kube-scheduler, the API server and etcd, so ``extender`` is compared with the best any
+   HTTP extender with a bind verb could do on the same machine.
+7. CPU time per pod of each process (the extender with its gunicorn worker, kube-scheduler,
    kube-apiserver, etcd), from ``/proc/<pid>/stat`` between the first and the last 5 % of
-   the burst; the extender's calls per pod by verb, and its time per call (mean, and the
-   bind's p50 interpolated in its latency histogram).
+   the burst (the extender's figure is user + system; its system share is printed apart,
+   inside it), the share of it an idle cluster burns anyway (each process's rate over 3 s
+   before the scheduler starts, times the measured window); the extender's calls per pod by
+   verb, and its time per call (mean, and the bind's p50 interpolated in its latency
+   histogram).
+8. The API server's census per pod (``control_plane_metrics``): its requests by verb and
+   resource, and the watch events it sent, by resource.
 
     .venv/bin/python benchmarks/bench_scheduler.py                 # 1,000 nodes, 2,000 pods
     .venv/bin/python benchmarks/bench_scheduler.py --nodes 1000 5000 --pods 2000
@@ -83,9 +94,16 @@ _COUNTER = re.compile(rb"^gpu_extender_(\w+)_total ([0-9.e+-]+)$", re.MULTILINE)
 _CUT = re.compile(rb'^gpu_extender_(score_cut(?:_nodes)?)_total\{\w+="(\w+)"\} ([0-9.e+-]+)$',
                   re.MULTILINE)
 """The exact cut's counters by reason / fate (docs/score-cut.md), where they are not 0."""
-MODES = ("plain", "extender", "base", "stock")
+MODES = ("plain", "extender", "base", "stock", "floor", "floor-events")
 EXTENDER_MODES = ("extender", "base")
+FLOOR_MODES = ("floor", "floor-events")
+"""``benchmarks/floor_extender.py``: the protocol's cost without any decision (no watch, no
+metrics; ``floor-events`` also writes one event per bind)."""
+CALLED_MODES = EXTENDER_MODES + FLOOR_MODES
+"""The modes whose kube-scheduler calls an extender (the shipped profile's extenders)."""
 TICKS = os.sysconf("SC_CLK_TCK")
+SYSTEM_SHARE = "extender (system)"
+"""The extender's kernel time: a part of its "extender" figure (user + system), not added."""
 
 
 @dataclass(frozen=True)
@@ -105,6 +123,11 @@ class Result:
     """CPU milliseconds per pod over the burst, by process."""
     counters: dict[str, float] | None = None
     load: tuple[float, float] = (0.0, 0.0)
+    background_ms_per_pod: dict[str, float] | None = None
+    """The share of ``cpu_ms_per_pod`` that the idle cluster spends anyway (kwok's node
+    heartbeats, etcd's periodic commits, the extender's idle threads): the rate measured for
+    ``IDLE_WINDOW_S`` before the scheduler starts, times the burst's measured window, per pod.
+    A slower burst pays more of it per pod, so it is subtracted before modes are compared."""
     """Load average (1 min) before and after the run."""
 
     @property
@@ -118,6 +141,13 @@ def _extender(tree: Path = REPO_ROOT) -> ExtenderSpec:
         return [sys.executable, "-m", "extender", "serve", "--host", "127.0.0.1",
                 "--port", str(port)]
     return ExtenderSpec(command, cwd=tree, ready_timeout_s=120.0)
+
+
+def _floor(events: bool) -> ExtenderSpec:
+    def command(port: int) -> list[str]:
+        return [sys.executable, str(REPO_ROOT / "benchmarks" / "floor_extender.py"),
+                "--port", str(port), *(["--events"] if events else [])]
+    return ExtenderSpec(command, cwd=REPO_ROOT, ready_timeout_s=60.0)
 
 
 def _pod(i: int) -> dict[str, Any]:
@@ -224,7 +254,7 @@ class BindClock:
 
 
 def _scheduler_config(cluster: LocalCluster, mode: str) -> Path:
-    with_extender = mode in EXTENDER_MODES
+    with_extender = mode in CALLED_MODES
     source = yaml.safe_load(PROFILE.read_text())
     if not with_extender:
         source.pop("extenders", None)
@@ -275,14 +305,14 @@ def _cpu_by_process(roots: dict[str, int]) -> dict[str, float]:
     out = {name: sum(_cpu_ticks(p) for p in _subtree(pid, tree)) / TICKS
            for name, pid in roots.items()}
     if "extender" in roots:  # the kernel's share (sockets, wake-ups): no profiler sees it
-        out["extender (system)"] = sum(_cpu_ticks(p, system_only=True)
+        out[SYSTEM_SHARE] = sum(_cpu_ticks(p, system_only=True)
                                        for p in _subtree(roots["extender"], tree)) / TICKS
     return out
 
 
-def _roots(cluster: LocalCluster, scheduler: ManagedProcess) -> dict[str, int]:
+def _roots(cluster: LocalCluster, scheduler: ManagedProcess | None) -> dict[str, int]:
     """The control plane's processes are children of this one; named by their command."""
-    roots = {"kube-scheduler": scheduler.pid}
+    roots = {"kube-scheduler": scheduler.pid} if scheduler is not None else {}
     for pid in _children().get(os.getpid(), []):
         try:
             comm = Path(f"/proc/{pid}/comm").read_text().strip()
@@ -293,6 +323,17 @@ def _roots(cluster: LocalCluster, scheduler: ManagedProcess) -> dict[str, int]:
     if cluster.extender_pid is not None:
         roots["extender"] = cluster.extender_pid
     return roots
+
+
+IDLE_WINDOW_S = 3.0
+
+
+def _idle_cpu_rate(roots: dict[str, int]) -> dict[str, float]:
+    """CPU seconds per second of each process while nothing is scheduled."""
+    first, started = _cpu_by_process(roots), time.monotonic()
+    time.sleep(IDLE_WINDOW_S)
+    last, elapsed = _cpu_by_process(roots), time.monotonic() - started
+    return {name: max(0.0, last[name] - first.get(name, 0.0)) / elapsed for name in last}
 
 
 def _worker_pid(master: int) -> int | None:
@@ -308,12 +349,14 @@ def run(mode: str, nodes: int, pods: int, timeout_s: float,
     tree = base_tree if mode == "base" and base_tree is not None else REPO_ROOT
     binaries = find_binaries()
     load_before = os.getloadavg()[0]
-    with LocalCluster(None, _extender(tree) if with_extender else None, binaries,
-                      apiserver_args=UNTHROTTLED) as cluster:
+    spec = (_extender(tree) if with_extender else
+            _floor(mode == "floor-events") if mode in FLOOR_MODES else None)
+    with LocalCluster(None, spec, binaries, apiserver_args=UNTHROTTLED) as cluster:
         _create_all(cluster, nodes, pods)
         if with_extender:
             _wait_extender_nodes(cluster, nodes)
         clock = BindClock(cluster)
+        idle = _idle_cpu_rate(_roots(cluster, None))
         control_before = ControlPlaneMetrics.scrape(cluster)
         port = free_port()
         started = time.monotonic()
@@ -323,8 +366,8 @@ def run(mode: str, nodes: int, pods: int, timeout_s: float,
             cluster.workdir / "bench-scheduler.log")
         roots = _roots(cluster, scheduler)
         spy: subprocess.Popen[bytes] | None = None
-        cpu_first: tuple[int, dict[str, float]] | None = None
-        cpu_last: tuple[int, dict[str, float]] | None = None
+        cpu_first: tuple[int, dict[str, float], float] | None = None
+        cpu_last: tuple[int, dict[str, float], float] | None = None
         try:
             wait_until_ready(scheduler, f"https://127.0.0.1:{port}/healthz", 60,
                              tls_context(None))
@@ -332,11 +375,11 @@ def run(mode: str, nodes: int, pods: int, timeout_s: float,
             while len(clock.stamps) < pods and time.monotonic() < deadline:
                 bound = len(clock.stamps)
                 if cpu_first is None and bound >= pods // 20:
-                    cpu_first = (bound, _cpu_by_process(roots))
+                    cpu_first = (bound, _cpu_by_process(roots), time.monotonic())
                     if profile is not None and with_extender:
                         spy = _start_profiler(cluster, profile, f"{mode}-{nodes}")
                 if bound <= pods - pods // 20:
-                    cpu_last = (bound, _cpu_by_process(roots))
+                    cpu_last = (bound, _cpu_by_process(roots), time.monotonic())
                 time.sleep(0.1)
         finally:
             if spy is not None:  # py-spy writes its output on SIGINT (not on SIGTERM)
@@ -349,23 +392,28 @@ def run(mode: str, nodes: int, pods: int, timeout_s: float,
                   file=sys.stderr)
         stamps = sorted(clock.stamps.values())
         burst = stamps[-1] - stamps[0] if len(stamps) > 1 else 0.0
-        cpu = None
+        cpu = background = None
         if cpu_first is not None and cpu_last is not None and cpu_last[0] > cpu_first[0]:
             done = cpu_last[0] - cpu_first[0]
             cpu = {name: 1000 * (cpu_last[1][name] - cpu_first[1].get(name, 0.0)) / done
                    for name in cpu_last[1]}
+            window = cpu_last[2] - cpu_first[2]
+            background = {name: 1000 * rate * window / done for name, rate in idle.items()}
         metrics = _metrics(cluster) if with_extender else None
         control = ControlPlaneMetrics.scrape(cluster)
+        delta = control.since(control_before) if control else None
         print(f"nodes={nodes:5d} mode={mode:8s} " + (
-            control.since(control_before).line() if control else "control plane: no metrics"),
-            flush=True)
+            delta.line() if delta else "control plane: no metrics"), flush=True)
+        if delta is not None:
+            print(f"nodes={nodes:5d} mode={mode:8s} {delta.census_line(len(clock.stamps))}",
+                  flush=True)
         return Result(mode, nodes, pods, len(stamps), burst,
                       (stamps[-1] - started) if stamps else 0.0,
                       _verb_ms(metrics) if metrics else None,
                       _p50_ms(metrics, "bind") if metrics else None,
                       _calls_per_pod(metrics, len(stamps)) if metrics else None,
                       cpu, _counters(metrics) if metrics else None,
-                      (load_before, os.getloadavg()[0]))
+                      (load_before, os.getloadavg()[0]), background)
 
 
 def _start_profiler(cluster: LocalCluster, directory: Path, name: str
@@ -449,7 +497,7 @@ def main(argv: list[str] | None = None) -> int:
             results[mode] = run(mode, nodes, args.pods, args.timeout, args.profile,
                                 base_tree=args.base_tree)
             _report(results[mode])
-        for mine in EXTENDER_MODES:
+        for mine in CALLED_MODES:
             for other in ("plain", "stock"):
                 if mine in results and other in results:
                     ours, theirs = results[mine].pods_per_s, results[other].pods_per_s
@@ -465,6 +513,16 @@ def _report(result: Result) -> None:
     if result.cpu_ms_per_pod:
         line += "\n    cpu ms/pod: " + ", ".join(
             f"{name} {ms:.2f}" for name, ms in sorted(result.cpu_ms_per_pod.items()))
+        background = result.background_ms_per_pod or {}
+        processes = {name: ms for name, ms in result.cpu_ms_per_pod.items()
+                     if name != SYSTEM_SHARE}  # the system share is inside "extender"
+        total = sum(processes.values())
+        line += f"; all processes {total:.2f}"
+        if background:
+            idle = sum(background.get(name, 0.0) for name in processes)
+            line += ("\n    of it idle background: " + ", ".join(
+                f"{name} {background.get(name, 0.0):.2f}" for name in sorted(processes))
+                + f"; all processes net of it {total - idle:.2f}")
     if result.verb_ms:
         line += "\n    in-extender ms/call: " + ", ".join(
             f"{verb} {ms:.2f}" for verb, ms in result.verb_ms.items())

@@ -31,6 +31,15 @@ SERIES = {
 """Label fragments each series must carry. etcd runs with ``--unsafe-no-fsync`` here
 (``localcluster``), so its WAL fsync is nearly free by construction."""
 
+CENSUS = {
+    "apiserver_request_total": ("verb", "resource", "subresource"),
+    "apiserver_watch_events_total": ("resource", "kind"),
+}
+"""Counters counted per pod over the burst (``census_line``): what the API server was asked,
+by verb and resource, and the watch events it sent, by resource: the work a mode makes the
+control plane do, beside the CPU it took."""
+_LABEL = re.compile(r'(\w+)="([^"]*)"')
+
 _LINE = re.compile(r"^(?P<name>[a-zA-Z_:][\w:]*)(?:\{(?P<labels>[^}]*)\})? (?P<value>\S+)$")
 _LE = re.compile(r'le="([^"]+)"')
 
@@ -87,9 +96,26 @@ def parse(text: str, name: str, labels: tuple[str, ...]) -> Histogram:
     return Histogram(tuple(sorted(buckets.items())), total, count)
 
 
+def census(text: str) -> dict[str, float]:
+    """The ``CENSUS`` counters of one exposition, summed over the labels not named."""
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        match = _LINE.match(line)
+        if match is None or match["name"] not in CENSUS:
+            continue
+        labels = dict(_LABEL.findall(match["labels"] or ""))
+        name = match["name"]
+        key = " ".join(v for v in (labels.get(k, "") for k in CENSUS[name]) if v)
+        key = f"{'watch events' if name == 'apiserver_watch_events_total' else 'request'} {key}"
+        out[key] = out.get(key, 0.0) + float(match["value"])
+    return out
+
+
 @dataclass(frozen=True)
 class ControlPlaneMetrics:
     histograms: dict[str, Histogram]
+    counts: dict[str, float]
+    """``census``: the API server's requests and watch events (cumulative, or a delta)."""
 
     @classmethod
     def scrape(cls, cluster: Any) -> ControlPlaneMetrics | None:
@@ -106,13 +132,25 @@ class ControlPlaneMetrics:
             return None
         texts = {"apiserver": apiserver, "etcd": etcd}
         return cls({key: parse(texts[key.split()[0]], name, labels)
-                    for key, (name, labels) in SERIES.items()})
+                    for key, (name, labels) in SERIES.items()}, census(apiserver))
 
     def since(self, before: ControlPlaneMetrics | None) -> ControlPlaneMetrics:
         if before is None:
             return self
         return ControlPlaneMetrics({key: h.minus(before.histograms[key])
-                                    for key, h in self.histograms.items()})
+                                    for key, h in self.histograms.items()},
+                                   {key: n - before.counts.get(key, 0.0)
+                                    for key, n in self.counts.items()})
+
+    def census_line(self, pods: int, *, at_least: float = 0.05) -> str:
+        """Requests and watch events per pod, the largest first (those under ``at_least``
+        per pod left out)."""
+        if pods <= 0:
+            return "apiserver per pod: (no pods)"
+        per_pod = sorted(((n / pods, key) for key, n in self.counts.items()
+                          if n / pods >= at_least), reverse=True)
+        return "apiserver per pod: " + (", ".join(f"{key} {n:.2f}" for n, key in per_pod)
+                                        or "(nothing counted)")
 
     def line(self) -> str:
         parts = []
