@@ -42,6 +42,9 @@ Method (one run measures both, side by side, so machine noise hits both alike):
 checkout (``git worktree add --detach DIR <commit>``), so a change and its base are measured
 side by side in one invocation (same load, same control plane binaries).
 
+``--apiserver-profile DIR`` saves the API server's Go CPU profile for 5 s of each burst
+(``DIR/<mode>-<nodes>.apiserver.pprof``; ``go tool pprof -top -cum <kube-apiserver binary> FILE``).
+
 ``--profile DIR`` samples the extender's worker with py-spy (``pip install py-spy``) during
 the burst: ``DIR/<mode>-<nodes>.txt`` (collapsed stacks) and a summary printed by
 ``benchmarks/profile_summary.py``.
@@ -344,7 +347,8 @@ def _worker_pid(master: int) -> int | None:
 
 
 def run(mode: str, nodes: int, pods: int, timeout_s: float,
-        profile: Path | None = None, *, base_tree: Path | None = None) -> Result:
+        profile: Path | None = None, *, base_tree: Path | None = None,
+        apiserver_profile: Path | None = None) -> Result:
     with_extender = mode in EXTENDER_MODES
     tree = base_tree if mode == "base" and base_tree is not None else REPO_ROOT
     binaries = find_binaries()
@@ -366,6 +370,7 @@ def run(mode: str, nodes: int, pods: int, timeout_s: float,
             cluster.workdir / "bench-scheduler.log")
         roots = _roots(cluster, scheduler)
         spy: subprocess.Popen[bytes] | None = None
+        pprof: threading.Thread | None = None
         cpu_first: tuple[int, dict[str, float], float] | None = None
         cpu_last: tuple[int, dict[str, float], float] | None = None
         try:
@@ -378,6 +383,11 @@ def run(mode: str, nodes: int, pods: int, timeout_s: float,
                     cpu_first = (bound, _cpu_by_process(roots), time.monotonic())
                     if profile is not None and with_extender:
                         spy = _start_profiler(cluster, profile, f"{mode}-{nodes}")
+                    if apiserver_profile is not None:
+                        pprof = threading.Thread(
+                            target=_apiserver_pprof, name="apiserver-pprof", args=(
+                                cluster, apiserver_profile / f"{mode}-{nodes}.apiserver.pprof"))
+                        pprof.start()
                 if bound <= pods - pods // 20:
                     cpu_last = (bound, _cpu_by_process(roots), time.monotonic())
                 time.sleep(0.1)
@@ -385,6 +395,8 @@ def run(mode: str, nodes: int, pods: int, timeout_s: float,
             if spy is not None:  # py-spy writes its output on SIGINT (not on SIGTERM)
                 spy.send_signal(signal.SIGINT)
                 spy.wait(60)
+            if pprof is not None:
+                pprof.join(APISERVER_PROFILE_S + 60)
             scheduler.stop()
             clock.close()
         if clock.renewals:
@@ -430,6 +442,24 @@ def _start_profiler(cluster: LocalCluster, directory: Path, name: str
          "--format", "raw", "--output", str(directory / f"{name}.txt"),
          "--nonblocking"], stdout=subprocess.DEVNULL,
         stderr=(directory / f"py-spy-{name}.log").open("wb"))
+
+
+APISERVER_PROFILE_S = 5
+
+
+def _apiserver_pprof(cluster: LocalCluster, path: Path) -> None:
+    """The API server's Go CPU profile for ``APISERVER_PROFILE_S`` seconds of the burst
+    (``go tool pprof -top kube-apiserver PATH``); a failure is reported, never raised."""
+    try:
+        answer = cluster.api_client().call_api(
+            "/debug/pprof/profile", "GET", query_params=[("seconds", APISERVER_PROFILE_S)],
+            _preload_content=False, auth_settings=["BearerToken"],
+            _request_timeout=APISERVER_PROFILE_S + 30)
+        response = answer[0] if isinstance(answer, tuple) else answer
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(response.data)
+    except Exception as exc:  # a benchmark's extra: never fail the run for it
+        print(f"bench_scheduler: no API server profile: {exc}", file=sys.stderr)
 
 
 def _metrics(cluster: LocalCluster) -> bytes:
@@ -484,6 +514,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds to wait for the burst to bind, per run")
     parser.add_argument("--profile", type=Path, metavar="DIR",
                         help="py-spy the extender's worker during the burst (raw stacks)")
+    parser.add_argument("--apiserver-profile", type=Path, metavar="DIR",
+                        help="the API server's Go CPU profile for 5 s of each burst "
+                             "(DIR/<mode>-<nodes>.apiserver.pprof)")
     parser.add_argument("--base-tree", type=Path, metavar="DIR",
                         help="mode base: the extender run from this checkout")
     args = parser.parse_args(argv)
@@ -495,7 +528,8 @@ def main(argv: list[str] | None = None) -> int:
         results = {}
         for mode in args.modes:  # reported as each ends: a later failure keeps it
             results[mode] = run(mode, nodes, args.pods, args.timeout, args.profile,
-                                base_tree=args.base_tree)
+                                base_tree=args.base_tree,
+                                apiserver_profile=args.apiserver_profile)
             _report(results[mode])
         for mine in CALLED_MODES:
             for other in ("plain", "stock"):
