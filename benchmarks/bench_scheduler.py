@@ -133,12 +133,12 @@ class Result:
     """CPU milliseconds per pod over the burst, by process."""
     counters: dict[str, float] | None = None
     load: tuple[float, float] = (0.0, 0.0)
+    """Load average (1 min) before and after the run."""
     background_ms_per_pod: dict[str, float] | None = None
     """The share of ``cpu_ms_per_pod`` that the idle cluster spends anyway (kwok's node
     heartbeats, etcd's periodic commits, the extender's idle threads): the rate measured for
     ``IDLE_WINDOW_S`` before the scheduler starts, times the burst's measured window, per pod.
-    A slower burst pays more of it per pod, so it is subtracted before modes are compared."""
-    """Load average (1 min) before and after the run."""
+    A slower burst pays more of it per pod, so it is printed apart, with the total net of it."""
 
     @property
     def pods_per_s(self) -> float:
@@ -316,7 +316,7 @@ def _cpu_by_process(roots: dict[str, int]) -> dict[str, float]:
            for name, pid in roots.items()}
     if "extender" in roots:  # the kernel's share (sockets, wake-ups): no profiler sees it
         out[SYSTEM_SHARE] = sum(_cpu_ticks(p, system_only=True)
-                                       for p in _subtree(roots["extender"], tree)) / TICKS
+                                for p in _subtree(roots["extender"], tree)) / TICKS
     return out
 
 

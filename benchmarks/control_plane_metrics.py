@@ -32,8 +32,8 @@ SERIES = {
 (``localcluster``), so its WAL fsync is nearly free by construction."""
 
 CENSUS = {
-    "apiserver_request_total": ("verb", "resource", "subresource"),
-    "apiserver_watch_events_total": ("resource", "kind"),
+    "apiserver_request_total": ("request", ("verb", "resource", "subresource")),
+    "apiserver_watch_events_total": ("watch events", ("resource", "kind")),
 }
 """Counters counted per pod over the burst (``census_line``): what the API server was asked,
 by verb and resource, and the watch events it sent, by resource: the work a mode makes the
@@ -104,9 +104,8 @@ def census(text: str) -> dict[str, float]:
         if match is None or match["name"] not in CENSUS:
             continue
         labels = dict(_LABEL.findall(match["labels"] or ""))
-        name = match["name"]
-        key = " ".join(v for v in (labels.get(k, "") for k in CENSUS[name]) if v)
-        key = f"{'watch events' if name == 'apiserver_watch_events_total' else 'request'} {key}"
+        prefix, named = CENSUS[match["name"]]
+        key = " ".join([prefix, *(labels[k] for k in named if labels.get(k))])
         out[key] = out.get(key, 0.0) + float(match["value"])
     return out
 
