@@ -91,6 +91,16 @@ def gpu_cpu_per_gpu(shapes: Mapping[Shape, float]) -> float:
     return sum(w * s.cpu_milli for s, w in gpu_shapes) / gpus if gpus > 0 else 0.0
 
 
+def leftover(sizes: Sequence[int], free: int) -> float:
+    """W(free): GPUs a slice of ``free`` thousandths keeps once the fullest sum of ``sizes``
+    that fits is taken (sizes 470, 320, 220 and 530 free: 470 is the fullest, W = 0.06)."""
+    reachable = {0}
+    for v in range(1, free + 1):
+        if any(v - s in reachable for s in sizes if 0 < s <= v):
+            reachable.add(v)
+    return (free - max(reachable)) / MILLI
+
+
 def default_keys(ref: NaiveReference, snapshot: ClusterSnapshot, req: GpuRequest,
                  rows: Sequence[int], units: Mapping[int, Sequence[int]], *,
                  shapes: Mapping[Shape, float], weights: Mapping[str, float], salt: int,
@@ -101,25 +111,35 @@ def default_keys(ref: NaiveReference, snapshot: ClusterSnapshot, req: GpuRequest
     catalog = ref.catalog
     unknown = len(catalog)
     share = req.kind in (RequestKind.FRACTION, RequestKind.VRAM)
+    share_sizes = [s.milli for s in shapes if s.gpus == 1 and s.vram_mib == 0
+                   and 0 < s.milli < MILLI]
+    gap_weight = weights.get("gapWeight", 0.0)
     out = []
     for row in rows:
         node = node_view(snapshot, row)
         before = ref.node_frag(snapshot, row, shapes)
         with_unit = [g for g in node.gpus if units[row][g.slot] > 0]
         if share:
-            # the GPU: smallest dF bucket, then least free thousandths, then lowest slot
-            best: tuple[int, int, int, float, float] | None = None
+            # the GPU: smallest bucket of dF + dW x gapWeight, then least free thousandths,
+            # then lowest slot; dW = W(free - size) - W(free), W(free) = 0 on a whole free GPU
+            best: tuple[int, int, int, float, float, float] | None = None
             for g in with_unit:
                 after = ref.frag_after(snapshot, req, row, shapes, cpu_milli=cpu_milli,
                                        slots=[g.slot])
                 free = min(max(g.free, 0) * MILLI // max(g.total, 1), MILLI)
                 taken = req.milli / MILLI if req.kind is RequestKind.FRACTION else \
                     req.vram_mib / max(g.total, 1)
-                rank = (ceil_bucket((after - before) / MILLI, resolution), free, g.slot)
+                size = req.milli if req.kind is RequestKind.FRACTION else \
+                    -(-req.vram_mib * MILLI // max(g.total, 1))
+                gap = 0.0
+                if gap_weight:
+                    gap = gap_weight * (leftover(share_sizes, max(free - size, 0)) -
+                                        (0.0 if free >= MILLI else leftover(share_sizes, free)))
+                rank = (ceil_bucket((after - before) / MILLI + gap, resolution), free, g.slot)
                 if best is None or rank < best[:3]:
-                    best = (*rank, (after - before) / MILLI, taken)
+                    best = (*rank, (after - before) / MILLI, taken, gap)
             assert best is not None
-            choice, delta, taken = best[2], best[3], best[4]
+            choice, delta, taken, gap_loss = best[2], best[3], best[4], best[5]
         else:
             after = ref.frag_after(snapshot, req, row, shapes, cpu_milli=cpu_milli,
                                    slots=[g.slot for g in with_unit[: req.count]])
@@ -127,6 +147,7 @@ def default_keys(ref: NaiveReference, snapshot: ClusterSnapshot, req: GpuRequest
             choice = -1
             takes = [ref.take_fraction(req, g) for g in with_unit]
             taken = (min(takes) if takes else 0.0) * req.count
+            gap_loss = 0.0
         # dS: GPUs left without the memory their pods would need
         stranded = 0.0
         if memory_per_gpu and weights["memoryWeight"]:
@@ -140,7 +161,7 @@ def default_keys(ref: NaiveReference, snapshot: ClusterSnapshot, req: GpuRequest
         else:
             taken_type = node.gpus[0].type_index if node.gpus and node.gpus[0].slot == 0 \
                 else unknown
-        loss = delta + weights["memoryWeight"] * stranded
+        loss = delta + gap_loss + weights["memoryWeight"] * stranded
         if weights.get("cpuWeight", 0.0):
             # dP: GPUs left without the CPU their pods would need, as dS with the GPU
             # shapes' CPU per GPU: 2 free GPUs beside 12 CPU at 8 CPU per GPU strand

@@ -8,7 +8,7 @@ thousandths of a GPU as in ``test_frag.py``, and shown in GPUs (/ 1000) by the t
 - ``l4``: two idle L4s.
 
 The workload mix is empty: no memory per GPU is known (dS = 0) and no shape names a type
-(dC = 0), so loss = dF.
+(dC = 0), so loss = dF + dW x ``gapWeight`` (2, the default).
 """
 
 from __future__ import annotations
@@ -89,10 +89,16 @@ CASES = [
             # on GPU 0 (500 -> 200): the 0.6 shape loses 0.5 x 200, the 0.3 one 0.5 x 200:
             # F after 200 against F before 0.5 x 500 = 250 -> dF = -50 = -0.05 GPU, and
             # bucket ceil(-0.05 / 0.04) = ceil(-1.25) = -1 (GPU 1 would leave dF = 0)
-            "fragmentation": (-0.05, None), "loss": (-0.05, -1),
+            "fragmentation": (-0.05, None),
+            # dW: the shares' fullest fill of 500 is 300 (W = 0.2), of 200 nothing (W =
+            # 0.2): dW = 0, so the loss is dF's
+            "unfillable leftover": (0.0, None), "loss": (-0.05, -1),
             "stranded memory": (0.0, None), "typed claim": (0.0, None)},
-         # 1000 -> 700 on an idle T4: both shapes still fit GPU 0 (700 >= 600): dF = 0
-         "idle": {"fragmentation": (0.0, None), "loss": (0.0, 0)}},
+         # 1000 -> 700 on an idle T4: both shapes still fit GPU 0 (700 >= 600): dF = 0; but
+         # the 700 left is filled at best by 600 (W = 0.1) where the whole GPU counted 0:
+         # dW x gapWeight = 0.1 x 2 = 0.2, bucket ceil(0.2 / 0.04) = 5
+         "idle": {"fragmentation": (0.0, None), "unfillable leftover": (0.2, None),
+                  "loss": (0.2, 5)}},
         "loss"), id="a share fills the half-used GPU: dF -0.05 GPU, one bucket better"),
     pytest.param(Case(
         "cost-fragmentation", WHOLE, request("whole", 1, types=["t4", "l4"]), ("idle", "l4"),

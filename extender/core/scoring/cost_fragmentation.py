@@ -12,7 +12,10 @@ Details: for each fitting node ``n`` (for a one-GPU share: each GPU of ``n`` it 
     dP    = P_n(after) - P_n(before)      GPUs stranded by CPU (``cpuWeight``, default 1), with
             P_n = max(0, free GPUs of n - free CPU of n / c)
             c   = CPU the typical GPU shapes ask per GPU (CPU-only shapes left out)
-    loss  = (dF + dS + dC + dP) x (p_t / p_mean) ^ w   GPUs (w = 0, default) or GPU-dollars (1)
+    dW    = W(x - s) - W(x)               a one-GPU share only (``gapWeight``, default 2): what
+            it leaves on its GPU (x thousandths free, s taken) that no sum of the mix's
+            share sizes fills, W = 0 before on a whole free GPU (``fragmentation.leftover``)
+    loss  = (dF + dS + dC + dP + dW) x (p_t / p_mean) ^ w   GPUs (w = 0, default) or GPU-$ (1)
     key   = ( ceil(loss / 0.04),          fragmentation first, at FGD's resolution
               0 if n holds a GPU pod else 1,  consolidate: open an idle node only if better
               p_t  if the pod itself names types of different prices; else, with
@@ -35,7 +38,8 @@ tie (the priority is a 32-bit hash of the node's name: a collision is rare, and 
 takes the name that sorts first), so the result does not depend on how the caller breaks
 ties, on the order kube-scheduler lists the nodes in, nor on the order the inventory learned
 them (a what-if from a dump agrees with a long-running extender). A
-share takes the GPU with the smallest ``ceil(dF / 0.04)``, then the least free thousandths.
+share takes the GPU with the smallest ``ceil((dF + dW) / 0.04)``, then the least free
+thousandths.
 
 Fragmentation is the lever, cost the tie-breaker, both in GPUs: every term of ``loss`` is
 GPUs that future pods lose (fragmented, stranded without memory, or taken from pods that can
@@ -70,6 +74,22 @@ full tables are in benchmarks/README.md; FGD 4.87 % on the default trace):
   bill at 25 / 50 / 75 % arrived goes from 0.79 / 0.84 / 0.87 to 0.87 / 0.97 / 0.99 x FGD's on
   the default trace (CPU-rich nodes open earlier); ``cpuWeight: 0`` restores the old choice,
   0.5 chooses almost as 1 (4.27 %).
+- dW (issue 27, seventh session): at 100 % arrived on the default trace (seed 42) no GPU is
+  whole and the 4.28 % unallocated is all slices beside shares: 3.09 points in the 1,014 GPUs
+  with 0.15-0.20 free (a 0.81-GPU pod's 0.19, which only the few 0.16-GPU pods fit), 1.19 in the
+  rest (0.50 in 466 GPUs with 0.05-0.10 free, 0.28 in 139 with 0.10-0.15). dF looks one pod
+  ahead: with that trace's typical shapes a 0.47 share prefers a 0.53 slice (leaving 0.06, which
+  nothing fills; dF -0.37) to a 0.70 one (leaving 0.23, which a 0.22 or 0.23 fills; dF -0.31) by
+  two buckets, as the 0.53 slice was of no use to the larger shapes anyway. W looks to the end
+  (what stays unfilled at best: W(530) = 0, W(60) = 0.06), so with ``gapWeight: 2`` the 0.53
+  slice pays 0.12 GPU and the 0.70 one wins. So placed, the same seed leaves 4.12 %, the
+  0.10-0.15 slices down to 29 GPUs (0.06 points). Screened on seeds 42-43 of the eight traces
+  then within 0.05 of 0.8 x FGD (cpu0, cpu200, default, gpuspec05/10/25, multigpu20/50;
+  benchmarks/README.md, seventh session): gapWeight 1 / 2 / 4 / 8 moved the median ratio to FGD
+  0.820 -> 0.804 / 0.801 / 0.800 / 0.805; the expected fill (shares at random instead of the
+  best) 0.807-0.810; a Sum-of-Squares gap balance (Csirik et al.) ahead of the loss 5.78 % on
+  the default trace; the tightest GPU as a key after the idle bit, and cpuWeight, memoryWeight,
+  claimWeight, fragResolution or the typical shapes' coverage moved by 0.01 or less.
 - dC: with type constraints (gpuspec traces) dS alone sends memory-hungry untyped pods to
   the memory-rich T4/V100 nodes that T4- and V100-typed pods need (gpuspec25: 6.1 % against
   FGD's 5.9 %); with dC: 5.0 %. dC counts only typed demand that needs more than half of its
@@ -125,6 +145,7 @@ import numpy.typing as npt
 
 from extender.config.types import Weight
 from extender.core.fit import FitResult
+from extender.core.fragmentation.leftover import leftover_table
 from extender.core.fragmentation.model import FragModel
 from extender.core.fragmentation.scorer import FragScorer
 from extender.core.request import PlacementRequest
@@ -146,6 +167,8 @@ CLAIM_FLOOR = 0.5
 """Typed demand below half of a type's share of the free GPUs claims none of it."""
 CPU_WEIGHT = 1.0
 """Default of ``weights.cpuWeight`` (the measurements: the dP bullet of the module docstring)."""
+GAP_WEIGHT = 2.0
+"""Default of ``weights.gapWeight`` (the measurements: the dW bullet of the module docstring)."""
 IDLE_PRICE = 1.0
 """Default of ``weights.idlePrice`` (the measurements: last bullet of the module docstring)."""
 CPU_ROOM = 0.9
@@ -194,6 +217,8 @@ class Terms:
     """The node's $/h in thousandths (``node_price``, rounded): the idle-price key."""
     cpu_stranded: npt.NDArray[np.float64]
     """dP x ``cpuWeight``, GPUs."""
+    leftover: npt.NDArray[np.float64]
+    """dW x ``gapWeight``, GPUs (0 for a request that is not a one-GPU share)."""
 
     def at(self, positions: npt.NDArray[np.int64]) -> Terms:
         """These terms at ``positions`` only."""
@@ -223,6 +248,8 @@ WEIGHTS: Mapping[str, Weight] = {
                         "free GPUs beyond the node's free CPU over the GPU pods' CPU per "
                         "GPU); 0: off"),
     "claimWeight": Weight(1.0, 0.0, math.inf, "factor on dC (typed demand displaced)"),
+    "gapWeight": Weight(GAP_WEIGHT, 0.0, math.inf, "factor on dW (what a share leaves on its "
+                        "GPU that no sum of the workload's typical shares fills); 0: off"),
     "typedCost": Weight(1.0, 0.0, 1.0, "1: among the types a pod names itself, the cheaper "
                         "one on equal keys; 0: off", flag=True),
     "idlePrice": Weight(IDLE_PRICE, 0.0, 1.0, "1: among idle nodes equally good for "
@@ -264,6 +291,9 @@ class CostFragmentation:
         self._cpu_model: FragModel | None = None
         self._cpu_per_gpu = 0.0
         self.elastic = weights["elasticNodes"] > 0
+        self.gap_weight = weights["gapWeight"]
+        self._leftover_model: FragModel | None = None
+        self._leftover = leftover_table(())
         self._claim_model: FragModel | None = None
         self._demand = np.zeros(0)
         self.scored: ScoredMemo[tuple[Terms, Keys]] = ScoredMemo()
@@ -321,6 +351,8 @@ class CostFragmentation:
             ]
             if self.cpu_weight:
                 info.append(Term("stranded CPU", float(terms.cpu_stranded[i]), "GPU"))
+            if self.gap_weight:
+                info.append(Term("unfillable leftover", float(terms.leftover[i]), "GPU"))
             values = {LOSS: (float(terms.loss[i]), "GPU"),
                       IDLE: (float(terms.idle[i]), "idle node"),
                       PRICE: (float(hourly[i]), "$/h"),
@@ -346,8 +378,9 @@ class CostFragmentation:
     def terms(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult
               ) -> Terms:
         """Everything the keys are made of, per fitting node."""
+        leftover = None
         if req.kind in (RequestKind.FRACTION, RequestKind.VRAM):
-            rows, delta, choice, taken, before = self._share(snapshot, req, fit)
+            rows, delta, choice, taken, before, leftover = self._share(snapshot, req, fit)
         else:
             positions, rows, before, after = self.frag.frag_after(snapshot, req, fit)
             delta = (after - before) / MILLI
@@ -355,7 +388,9 @@ class CostFragmentation:
             choice = np.full(len(rows), -1, dtype=np.int16)
             taken = unit_take(snapshot, req, rows, fit.units[positions]) * req.count
         stranded = self.memory_weight * self._stranded(snapshot, req, rows, taken)
-        loss = delta + stranded
+        if leftover is None:
+            leftover = np.zeros(len(rows))
+        loss = delta + leftover + stranded
         cpu_stranded = np.zeros(len(rows))
         if self.cpu_weight:
             cpu_stranded = self.cpu_weight * self._cpu_stranded(snapshot, req, rows, taken)
@@ -369,29 +404,32 @@ class CostFragmentation:
             loss = loss * self._price_ratio(snapshot, rows, choice) ** self.cost_weight
         priority, idle, bill = self._row_keys(snapshot, rows)
         return Terms(rows, choice, taken, loss, idle, priority, delta, stranded, claim, before,
-                     bill, cpu_stranded)
+                     bill, cpu_stranded, leftover)
 
     def _share(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult
                ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64],
                           npt.NDArray[np.int16], npt.NDArray[np.float64],
-                          npt.NDArray[np.float64]]:
+                          npt.NDArray[np.float64], npt.NDArray[np.float64]]:
         """A one-GPU share: (rows, dF of each node's GPU, that GPU, GPU-equivalents taken,
-        F before in GPUs).
-        The GPU: the smallest dF bucket, then the least free thousandths, then the lowest
-        slot."""
+        F before in GPUs, dW x ``gapWeight`` there).
+        The GPU: the smallest bucket of dF + dW x ``gapWeight``, then the least free
+        thousandths, then the lowest slot."""
         _, rows, before, pos, slot, after = self.frag.share_pairs(snapshot, req, fit,
                                                                   distinct=True)
         n = len(rows)
         choice = np.full(n, -1, dtype=np.int16)
         delta = np.zeros(n)
         taken = np.zeros(n)
+        leftover = np.zeros(n)
         if len(pos) == 0:
-            return rows, delta, choice, taken, before / MILLI
+            return rows, delta, choice, taken, before / MILLI, leftover
         at = rows.take(pos)
         total = np.maximum(snapshot.total_mib[at, slot].astype(np.int64), 1)
-        free = np.clip(snapshot.free_mib[at, slot].astype(np.int64), 0, None) * MILLI // total
-        key = buckets((after - before.take(pos)) / MILLI, self.resolution) * (MILLI + 1) + \
-            np.minimum(free, MILLI)
+        free = np.minimum(np.clip(snapshot.free_mib[at, slot].astype(np.int64), 0, None)
+                          * MILLI // total, MILLI)
+        gap = self._leftover_delta(req, free, total)
+        key = buckets((after - before.take(pos)) / MILLI + gap, self.resolution) * \
+            (MILLI + 1) + free
         # Pairs are sorted by node, then slot: the node's best pair is the group minimum of
         # (key, pair index) packed in one int64 (no sort needed).
         m = len(pos)
@@ -401,9 +439,37 @@ class CostFragmentation:
         owners = pos[first]
         choice[owners] = slot[first]
         delta[owners] = (after[first] - before[owners]) / MILLI
+        leftover[owners] = gap[first]
         taken[owners] = req.request.milli / MILLI if req.kind is RequestKind.FRACTION else \
             req.request.vram_mib / total[first]
-        return rows, delta, choice, taken, before / MILLI
+        return rows, delta, choice, taken, before / MILLI, leftover
+
+    def _leftover_delta(self, req: PlacementRequest, free: npt.NDArray[np.int64],
+                        total: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+        """(m,) dW x ``gapWeight`` of the share on each candidate GPU with ``free``
+        thousandths free (of ``total`` MiB): ``W(free - size) - W(free)``, where a fully free
+        GPU counts ``W = 0`` before (whole-GPU pods fill it; ``fragmentation.leftover``)."""
+        if not self.gap_weight:
+            return np.zeros(len(free))
+        table = self._leftover_table()
+        if req.kind is RequestKind.FRACTION:
+            size = np.full(len(free), req.request.milli, dtype=np.int64)
+        else:  # a VRAM share's thousandths of this GPU, rounded up
+            size = -(-req.request.vram_mib * MILLI // total)
+        after = table[np.clip(free - size, 0, MILLI)]
+        before = np.where(free >= MILLI, 0.0, table[free])
+        out: npt.NDArray[np.float64] = self.gap_weight * (after - before)
+        return out
+
+    def _leftover_table(self) -> npt.NDArray[np.float64]:
+        """``W`` for the mix's one-GPU shares (their thousandths), cached per model."""
+        model = self.frag.model()
+        if self._leftover_model is not model:
+            self._leftover = leftover_table(
+                shape.milli for shape in model.shapes
+                if shape.gpus == 1 and shape.vram_mib == 0 and 0 < shape.milli < MILLI)
+            self._leftover_model = model
+        return self._leftover
 
     def _row_keys(self, snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64]
                   ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64],
