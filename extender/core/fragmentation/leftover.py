@@ -2,7 +2,7 @@
 
 FGD's dF asks whether the *next* typical pod fits the space a placement leaves. At 100 %
 arrived on openb almost every GPU holds a share, and what is left free is the slices between
-them: 0.47 + 0.47 leaves 0.06, which nothing fills, while 0.47 + 0.32 + 0.22 leaves 0.01. dF
+them: 0.47 + 0.47 leaves 0.06, which nothing fills, while 0.46 + 0.32 + 0.22 leaves none. dF
 cannot tell the two apart when the 0.53 left after the first 0.47 is equally usable for the
 next pod either way. The leftover table looks further: the least a slice of ``g`` thousandths
 can be left with once shares of the typical sizes fill it as well as they can::

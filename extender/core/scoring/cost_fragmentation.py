@@ -293,7 +293,8 @@ class CostFragmentation:
         self.elastic = weights["elasticNodes"] > 0
         self.gap_weight = weights["gapWeight"]
         self._leftover_model: FragModel | None = None
-        self._leftover = leftover_table(())
+        self._leftover = np.zeros(0)
+        """``W`` of ``_leftover_model``'s shares, built on first use (``_leftover_table``)."""
         self._claim_model: FragModel | None = None
         self._demand = np.zeros(0)
         self.scored: ScoredMemo[tuple[Terms, Keys]] = ScoredMemo()
