@@ -193,7 +193,8 @@ SINGLE_MISTAKES = [
     P({"scoring": {"weights": {"fragmentation": 2}}}, "scoring.weights.fragmentation",
       "strategy 'cost-fragmentation' has no weight 'fragmentation'; accepted weights: "
       "claimWeight, "
-      "costWeight, cpuWeight, elasticNodes, fragResolution, gapWeight, idlePrice, idlePriceCpu, "
+      "costWeight, cpuWeight, elasticNodes, fragResolution, gapFillers, gapWeight, idlePrice, "
+      "idlePriceCpu, "
       "memoryWeight, "
       "typedCost",
       id="a weight the default strategy does not read is rejected, naming those it reads"),

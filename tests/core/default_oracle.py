@@ -111,8 +111,15 @@ def default_keys(ref: NaiveReference, snapshot: ClusterSnapshot, req: GpuRequest
     catalog = ref.catalog
     unknown = len(catalog)
     share = req.kind in (RequestKind.FRACTION, RequestKind.VRAM)
-    share_sizes = [s.milli for s in shapes if s.gpus == 1 and s.vram_mib == 0
-                   and 0 < s.milli < MILLI]
+    # the fillers of W: one-GPU share sizes held by at least gapFillers of the share pods
+    # (0.47 x 0.6 and 0.16 x 0.02 of the shares with gapFillers 0.03: only 470 counts)
+    share_mass: dict[int, float] = {}
+    for s, w in shapes.items():
+        if s.gpus == 1 and s.vram_mib == 0 and 0 < s.milli < MILLI:
+            share_mass[s.milli] = share_mass.get(s.milli, 0.0) + w
+    share_total = sum(share_mass.values())
+    share_sizes = [size for size, w in share_mass.items()
+                   if w >= weights.get("gapFillers", 0.0) * share_total]
     gap_weight = weights.get("gapWeight", 0.0)
     out = []
     for row in rows:

@@ -13,6 +13,7 @@ The workload mix is empty: no memory per GPU is known (dS = 0) and no shape name
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,15 +34,17 @@ T4, L4 = (float(catalog().price[next(iter(catalog().resolve(n)))]) for n in ("t4
 
 
 def explain(strategy_name: str, shapes: dict[Shape, float], req: GpuRequest,
-            nodes: tuple[str, ...], *, scored_first: bool = False) -> list[NodeTerms]:
+            nodes: tuple[str, ...], *, scored_first: bool = False,
+            weights: dict[str, float] | None = None) -> list[NodeTerms]:
     """``strategy_name``'s terms of ``nodes``, in that order; ``scored_first``: after a
     ``score`` of the same fit, as after prioritize (the terms are then read out of that
-    call's arrays, ``ScoredMemo``, and must be the same)."""
+    call's arrays, ``ScoredMemo``, and must be the same); ``weights`` over the defaults."""
     inv = inventory(node("used", "t4", 2), node("idle", "t4", 2), node("l4", "l4", 2))
     place(inv, request("fraction", milli=500), "used")  # GPU 0 of "used": x = (500, 1000)
     snap = inv.snapshot()
-    strategy = make_strategy(strategy_name, StrategyContext(catalog(),
-                                                            platform().config.scoring))
+    scoring = platform().config.scoring
+    scoring = dataclasses.replace(scoring, weights={**scoring.weights, **(weights or {})})
+    strategy = make_strategy(strategy_name, StrategyContext(catalog(), scoring))
     strategy.frag.set_shapes(shapes)  # type: ignore[attr-defined]
     assert isinstance(strategy, Explainer)
     preq = placement(req, "platform")
@@ -138,6 +141,27 @@ def test_explanation_terms(case: Case, scored_first: bool) -> None:
     decided = deciding_term(first, second)
     assert decided is not None and decided.name == case.decided_by
     assert deciding_term(first, first) is None  # equal keys: a tie
+
+
+RARE_FILLER = {Shape(gpus=1, milli=600): 0.49, Shape(gpus=1, milli=300): 0.49,
+               Shape(gpus=1, milli=100): 0.02}
+"""The two shapes above, and a 0.1 share held by 2 % of the share pods."""
+
+
+@pytest.mark.parametrize(("gap_fillers", "unfillable"), [
+    # default 0.03: 0.1 (2 % of the shares) fills nothing; 700 left, filled at best by 600:
+    # W(700) = 0.1, dW x gapWeight = 0.1 x 2 = 0.2 (W = 0 before, on a whole free GPU)
+    (None, 0.2),
+    # 0.02: the 0.1 share counts (2 % >= 2 %), 600 + 100 fills the 700 exactly: dW = 0
+    (0.02, 0.0),
+    (0.0, 0.0),
+])
+def test_a_rare_share_size_fills_no_slice(gap_fillers: float | None, unfillable: float) -> None:
+    weights = {} if gap_fillers is None else {"gapFillers": gap_fillers}
+    (idle,) = explain("cost-fragmentation", RARE_FILLER, request("fraction", milli=300),
+                      ("idle",), weights=weights)
+    gap = next(t for t in idle if t.name == "unfillable leftover")
+    assert gap.value == pytest.approx(unfillable)
 
 
 def test_fragmentation_terms_say_before_and_after() -> None:

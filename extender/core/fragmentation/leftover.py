@@ -10,7 +10,9 @@ can be left with once shares of the typical sizes fill it as well as they can::
     reach(v) = v == 0  or  any(reach(v - s) for s in sizes if s <= v)
     W(g)     = (g - max{v <= g : reach(v)}) / 1000        GPUs
 
-with ``sizes`` the thousandths of the mix's one-GPU shares. E.g. sizes {470, 320, 220}: a
+with ``sizes`` the thousandths of the mix's one-GPU shares (the caller's choice: the default
+strategy passes those that at least ``gapFillers`` of the share pods ask, as the supply of
+every size is taken to be unbounded). E.g. sizes {470, 320, 220}: a
 slice of 540 is filled exactly (320 + 220): ``W(540) = 0``; of 530, best by one 470 (320 + 220
 is too much, 220 + 220 = 440 leaves more): ``W(530) = 0.06``; of 200, by nothing:
 ``W(200) = 0.2``. So a 470 placed on a GPU with 1000 free leaves ``W(530) = 0.06`` for

@@ -14,7 +14,8 @@ Details: for each fitting node ``n`` (for a one-GPU share: each GPU of ``n`` it 
             c   = CPU the typical GPU shapes ask per GPU (CPU-only shapes left out)
     dW    = W(x - s) - W(x)               a one-GPU share only (``gapWeight``, default 2): what
             it leaves on its GPU (x thousandths free, s taken) that no sum of the mix's
-            share sizes fills, W = 0 before on a whole free GPU (``fragmentation.leftover``)
+            share sizes fills, W = 0 before on a whole free GPU (``fragmentation.leftover``);
+            a size fills only if >= ``gapFillers`` (0.03) of the one-GPU share pods ask it
     loss  = (dF + dS + dC + dP + dW) x (p_t / p_mean) ^ w   GPUs (w = 0, default) or GPU-$ (1)
     key   = ( ceil(loss / 0.04),          fragmentation first, at FGD's resolution
               0 if n holds a GPU pod else 1,  consolidate: open an idle node only if better
@@ -90,6 +91,13 @@ full tables are in benchmarks/README.md; FGD 4.87 % on the default trace):
   best) 0.807-0.810; a Sum-of-Squares gap balance (Csirik et al.) ahead of the loss 5.78 % on
   the default trace; the tightest GPU as a key after the idle bit, and cpuWeight, memoryWeight,
   claimWeight, fragResolution or the typical shapes' coverage moved by 0.01 or less.
+  ``gapFillers`` (default 0.03, eighth session): W's fillers are only the share sizes that at
+  least 3 % of the typical one-GPU share pods ask. W assumes an unbounded supply of every
+  size, so the 0.16 shares (2.4 % of the shares on every openb trace) made a 0.18-0.21 sliver
+  look fillable (W(210) = 0.05) although 1,014 GPUs end with a 0.19 sliver and there are a
+  few dozen 0.16 pods. Same eight traces, seeds 42-43: median ratio 0.801 (gapFillers 0) ->
+  0.800 (0.01) / 0.788 (0.022 and 0.03) / 0.812 (0.043 and 0.05); 0.03 at most 0.8 x FGD on
+  7 of the 8 (0 on 3).
 - dC: with type constraints (gpuspec traces) dS alone sends memory-hungry untyped pods to
   the memory-rich T4/V100 nodes that T4- and V100-typed pods need (gpuspec25: 6.1 % against
   FGD's 5.9 %); with dC: 5.0 %. dC counts only typed demand that needs more than half of its
@@ -169,6 +177,9 @@ CPU_WEIGHT = 1.0
 """Default of ``weights.cpuWeight`` (the measurements: the dP bullet of the module docstring)."""
 GAP_WEIGHT = 2.0
 """Default of ``weights.gapWeight`` (the measurements: the dW bullet of the module docstring)."""
+GAP_FILLERS = 0.03
+"""Default of ``weights.gapFillers``: a share size counts as a filler in ``W`` only if at least
+3 % of the typical one-GPU share pods have it (the measurements: the dW bullet)."""
 IDLE_PRICE = 1.0
 """Default of ``weights.idlePrice`` (the measurements: last bullet of the module docstring)."""
 CPU_ROOM = 0.9
@@ -250,6 +261,8 @@ WEIGHTS: Mapping[str, Weight] = {
     "claimWeight": Weight(1.0, 0.0, math.inf, "factor on dC (typed demand displaced)"),
     "gapWeight": Weight(GAP_WEIGHT, 0.0, math.inf, "factor on dW (what a share leaves on its "
                         "GPU that no sum of the workload's typical shares fills); 0: off"),
+    "gapFillers": Weight(GAP_FILLERS, 0.0, 1.0, "dW counts a share size as a filler only if at "
+                         "least this share of the typical one-GPU share pods has it"),
     "typedCost": Weight(1.0, 0.0, 1.0, "1: among the types a pod names itself, the cheaper "
                         "one on equal keys; 0: off", flag=True),
     "idlePrice": Weight(IDLE_PRICE, 0.0, 1.0, "1: among idle nodes equally good for "
@@ -292,6 +305,7 @@ class CostFragmentation:
         self._cpu_per_gpu = 0.0
         self.elastic = weights["elasticNodes"] > 0
         self.gap_weight = weights["gapWeight"]
+        self.gap_fillers = weights["gapFillers"]
         self._leftover_model: FragModel | None = None
         self._leftover = np.zeros(0)
         """``W`` of ``_leftover_model``'s shares, built on first use (``_leftover_table``)."""
@@ -466,9 +480,13 @@ class CostFragmentation:
         """``W`` for the mix's one-GPU shares (their thousandths), cached per model."""
         model = self.frag.model()
         if self._leftover_model is not model:
+            mass: dict[int, float] = {}
+            for shape, weight in model.shapes.items():
+                if shape.gpus == 1 and shape.vram_mib == 0 and 0 < shape.milli < MILLI:
+                    mass[shape.milli] = mass.get(shape.milli, 0.0) + weight
+            total = sum(mass.values())
             self._leftover = leftover_table(
-                shape.milli for shape in model.shapes
-                if shape.gpus == 1 and shape.vram_mib == 0 and 0 < shape.milli < MILLI)
+                size for size, weight in mass.items() if weight >= self.gap_fillers * total)
             self._leftover_model = model
         return self._leftover
 
