@@ -112,7 +112,7 @@ def default_keys(ref: NaiveReference, snapshot: ClusterSnapshot, req: GpuRequest
     unknown = len(catalog)
     share = req.kind in (RequestKind.FRACTION, RequestKind.VRAM)
     # the fillers of W: one-GPU share sizes held by at least gapFillers of the share pods
-    # (0.47 x 0.6 and 0.16 x 0.02 of the shares with gapFillers 0.03: only 470 counts)
+    # (with gapFillers 0.03, a 0.47 asked by 60 % of them counts, a 0.16 asked by 2 % not)
     share_mass: dict[int, float] = {}
     for s, w in shapes.items():
         if s.gpus == 1 and s.vram_mib == 0 and 0 < s.milli < MILLI:

@@ -96,8 +96,8 @@ full tables are in benchmarks/README.md; FGD 4.87 % on the default trace):
   size, so the 0.16 shares (2.4 % of the shares on every openb trace) made a 0.18-0.21 sliver
   look fillable (W(210) = 0.05) although 1,014 GPUs end with a 0.19 sliver and there are a
   few dozen 0.16 pods. Same eight traces, seeds 42-43: median ratio 0.801 (gapFillers 0) ->
-  0.800 (0.01) / 0.788 (0.022 and 0.03) / 0.812 (0.043 and 0.05); 0.03 at most 0.8 x FGD on
-  7 of the 8 (0 on 3).
+  0.800 (0.01) / 0.788 (0.022 and 0.03) / 0.812 (0.043 and 0.05); with 0.03 at most 0.8 x
+  FGD on 7 of the 8 (with 0: on 3). Not yet measured on all 20 traces over 10 seeds.
 - dC: with type constraints (gpuspec traces) dS alone sends memory-hungry untyped pods to
   the memory-rich T4/V100 nodes that T4- and V100-typed pods need (gpuspec25: 6.1 % against
   FGD's 5.9 %); with dC: 5.0 %. dC counts only typed demand that needs more than half of its
@@ -262,7 +262,7 @@ WEIGHTS: Mapping[str, Weight] = {
     "gapWeight": Weight(GAP_WEIGHT, 0.0, math.inf, "factor on dW (what a share leaves on its "
                         "GPU that no sum of the workload's typical shares fills); 0: off"),
     "gapFillers": Weight(GAP_FILLERS, 0.0, 1.0, "dW counts a share size as a filler only if at "
-                         "least this share of the typical one-GPU share pods has it"),
+                         "least this fraction of the typical one-GPU share pods asks it"),
     "typedCost": Weight(1.0, 0.0, 1.0, "1: among the types a pod names itself, the cheaper "
                         "one on equal keys; 0: off", flag=True),
     "idlePrice": Weight(IDLE_PRICE, 0.0, 1.0, "1: among idle nodes equally good for "
@@ -477,7 +477,8 @@ class CostFragmentation:
         return out
 
     def _leftover_table(self) -> npt.NDArray[np.float64]:
-        """``W`` for the mix's one-GPU shares (their thousandths), cached per model."""
+        """``W`` for the mix's common one-GPU shares (their thousandths; ``gapFillers``), cached per
+        model."""
         model = self.frag.model()
         if self._leftover_model is not model:
             mass: dict[int, float] = {}
