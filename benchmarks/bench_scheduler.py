@@ -93,6 +93,8 @@ _NODES_METRIC = re.compile(rb"^gpu_extender_nodes(?:\{[^}]*\})? ([0-9.e+]+)$", r
 _VERB_SECONDS = re.compile(
     rb'^gpu_extender_request_duration_seconds_(sum|count)\{verb="(\w+)"\} ([0-9.e+-]+)$',
     re.MULTILINE)
+_VERB_CPU = re.compile(
+    rb'^gpu_extender_request_cpu_seconds_total\{verb="(\w+)"\} ([0-9.e+-]+)$', re.MULTILINE)
 _VERB_BUCKET = re.compile(
     rb'^gpu_extender_request_duration_seconds_bucket\{le="([0-9.e+-]+|\+Inf)",verb="(\w+)"\}'
     rb' ([0-9.e+-]+)$', re.MULTILINE)
@@ -139,6 +141,9 @@ class Result:
     heartbeats, etcd's periodic commits, the extender's idle threads): the rate measured for
     ``IDLE_WINDOW_S`` before the scheduler starts, times the burst's measured window, per pod.
     A slower burst pays more of it per pod, so it is printed apart, with the total net of it."""
+    verb_cpu_ms: dict[str, float] | None = None
+    """Mean CPU of the answering thread per call, by verb (the rest of ``verb_ms`` is
+    waiting: for the GIL, for a core)."""
 
     @property
     def pods_per_s(self) -> float:
@@ -432,7 +437,8 @@ def run(mode: str, nodes: int, pods: int, timeout_s: float,
                       _p50_ms(metrics, "bind") if metrics else None,
                       _calls_per_pod(metrics, len(stamps)) if metrics else None,
                       cpu, _counters(metrics) if metrics else None,
-                      (load_before, os.getloadavg()[0]), background)
+                      (load_before, os.getloadavg()[0]), background,
+                      _verb_cpu_ms(metrics) if metrics else None)
 
 
 def _start_profiler(cluster: LocalCluster, directory: Path, name: str
@@ -482,6 +488,12 @@ def _verb_ms(text: bytes) -> dict[str, float]:
         totals.setdefault(verb.decode(), {})[kind.decode()] = float(value)
     return {verb: 1000 * t["sum"] / t["count"] for verb, t in sorted(totals.items())
             if t.get("count")}
+
+
+def _verb_cpu_ms(text: bytes) -> dict[str, float]:
+    counts = {v.decode(): float(c) for k, v, c in _VERB_SECONDS.findall(text) if k == b"count"}
+    return {verb.decode(): 1000 * float(seconds) / counts[verb.decode()]
+            for verb, seconds in sorted(_VERB_CPU.findall(text)) if counts.get(verb.decode())}
 
 
 def _calls_per_pod(text: bytes, bound: int) -> dict[str, float]:
@@ -567,6 +579,9 @@ def _report(result: Result) -> None:
     if result.verb_ms:
         line += "\n    in-extender ms/call: " + ", ".join(
             f"{verb} {ms:.2f}" for verb, ms in result.verb_ms.items())
+        if result.verb_cpu_ms:
+            line += " (of it the answering thread's CPU: " + ", ".join(
+                f"{verb} {ms:.2f}" for verb, ms in result.verb_cpu_ms.items()) + ")"
         if result.bind_p50_ms is not None:
             line += f"; bind p50 {result.bind_p50_ms:.2f}"
         counters = result.counters or {}

@@ -35,6 +35,11 @@ class ExtenderMetrics:
         self._latency = Histogram(f"{PREFIX}_request_duration_seconds",
                                   "Time to answer one extender call, by verb.", ["verb"],
                                   buckets=LATENCY_BUCKETS, registry=r)
+        self._cpu = Counter(
+            f"{PREFIX}_request_cpu_seconds",
+            "CPU time of the thread that answered extender calls, by verb: beside "
+            "request_duration_seconds' sum, the rest of a call's time is waiting (for the "
+            "GIL, for a core).", ["verb"], registry=r)
         self._decisions = Counter(f"{PREFIX}_decisions",
                                   "Extender calls by verb and outcome.", ["verb", "outcome"],
                                   registry=r)
@@ -78,6 +83,7 @@ class ExtenderMetrics:
         self._cut_kept = self._score_cut_nodes.labels("kept")
         self._cut_dropped = self._score_cut_nodes.labels("dropped")
         self.observe_latency = {verb: self._latency.labels(verb).observe for verb in VERBS}
+        self.add_cpu = {verb: self._cpu.labels(verb).inc for verb in VERBS}
         reason_outcome = {code: _outcome_of(code) for code in Reason}
         self._verdict_children = {
             int(code): self._node_verdicts.labels(outcome, code.name.lower())

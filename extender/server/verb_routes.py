@@ -65,6 +65,7 @@ class VerbRoute(Generic[Args]):
         self._failure = failure
         self._metrics = metrics
         self._observe = metrics.observe_latency[verb]
+        self._add_cpu = metrics.add_cpu[verb]
         self._limits = limits
         self.inline = inline
 
@@ -105,6 +106,7 @@ class VerbRoute(Generic[Args]):
 
     def _answer_body(self, body: bytes, started: float) -> tuple[int, bytes]:
         verb, metrics = self.verb, self._metrics
+        cpu_started = time.thread_time()  # the whole call runs on this thread
         try:
             args = self._decode(body)
         except WireError as exc:
@@ -122,6 +124,7 @@ class VerbRoute(Generic[Args]):
                                          f"{exc}")
         duration = time.perf_counter() - started
         self._observe(duration)
+        self._add_cpu(time.thread_time() - cpu_started)
         if _log.isEnabledFor(logging.DEBUG):
             _log.debug("answered", extra={"fields": {
                 "verb": verb, "pod": describe(args),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 
 import orjson
 from flask.testing import FlaskClient
@@ -44,6 +45,11 @@ def test_metrics_cover_latency_decisions_inventory_and_conflicts(client: FlaskCl
     ]
     for line in expected:
         assert line in text, line
+    # the answering thread's CPU, by verb: spent on the calls made, none on bind
+    cpu = {m.group(1): float(m.group(2)) for m in re.finditer(
+        r'^gpu_extender_request_cpu_seconds_total\{verb="(\w+)"\} (\S+)$', text, re.M)}
+    assert cpu["filter"] > 0 and cpu["prioritize"] > 0
+    assert cpu["bind"] == 0.0
     # per GPU: dcgm-exporter's label names (Hostname, UUID, gpu, modelName; sorted on output)
     for family in ("gpu_memory_bytes", "gpu_memory_free_bytes", "gpu_pods"):
         assert any(line.startswith(f"gpu_extender_{family}{{Hostname=")
