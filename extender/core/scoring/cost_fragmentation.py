@@ -97,7 +97,8 @@ full tables are in benchmarks/README.md; FGD 4.87 % on the default trace):
   look fillable (W(210) = 0.05) although 1,014 GPUs end with a 0.19 sliver and there are a
   few dozen 0.16 pods. Same eight traces, seeds 42-43: median ratio 0.801 (gapFillers 0) ->
   0.800 (0.01) / 0.788 (0.022 and 0.03) / 0.812 (0.043 and 0.05); with 0.03 at most 0.8 x
-  FGD on 7 of the 8 (with 0: on 3). Not yet measured on all 20 traces over 10 seeds.
+  FGD on 7 of the 8 (with 0: on 3). Ten seeds of all 20 traces (tenth session): at most
+  0.8 x FGD on 7 of 20 (4 before), the default trace 4.11 % -> 4.02 %.
 - dC: with type constraints (gpuspec traces) dS alone sends memory-hungry untyped pods to
   the memory-rich T4/V100 nodes that T4- and V100-typed pods need (gpuspec25: 6.1 % against
   FGD's 5.9 %); with dC: 5.0 %. dC counts only typed demand that needs more than half of its
