@@ -33,7 +33,11 @@ from extender.runtime.command import (
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = commands.add_parser(
-        "agent", help="NVML node agent: publish the node's GPUs, usage vs declared VRAM")
+        "agent", help="NVML node agent: publish the node's GPUs, usage vs declared VRAM",
+        description="The node agent (one per GPU node, a DaemonSet): reads the node's GPUs "
+                    "through NVML (or a JSON fixture), publishes them and their health for "
+                    "the extender, compares what each pod really uses with what it declared, "
+                    "and hands each share pod the GPU it was given (docs/agent.md).")
     parser.add_argument("--node-name", required=True,
                         help="this node's name (the DaemonSet passes spec.nodeName)")
     parser.add_argument("--config", help="agent config YAML (see docs/agent.md)")

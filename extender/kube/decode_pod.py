@@ -34,6 +34,7 @@ from extender.kube.selection import NodeSelection, pinned_values, selection_of
 from extender.kube.shape import ShapeError, check_pod
 from extender.model import (
     ASSIGNMENT_ANNOTATIONS,
+    LABEL_ACCELERATOR,
     RESOURCE_GPU,
     RESOURCE_GPU_MEMORY,
     RESOURCE_GPU_MILLI,
@@ -109,8 +110,13 @@ class PodDecoder:
             problems=tuple(problems),
         )
 
-    def request(self, pod: Mapping[str, Any]) -> GpuRequest | None:
-        """The pod's GPU request, or ``None`` if it asks for none; raises ``RequestError``."""
+    def request(self, pod: Mapping[str, Any], *, blocked: Sequence[bool] | None = None
+                ) -> GpuRequest | None:
+        """The pod's GPU request, or ``None`` if it asks for none; raises ``RequestError``.
+
+        ``blocked`` (admission): per catalog type, whether protection keeps this pod's
+        namespace's untyped pods off it; an untyped VRAM share that only a protected type is
+        large enough for is then refused too (it could never be placed)."""
         spec = pod.get("spec") or {}
         regular = self._container_amounts(spec.get("containers") or [], "spec.containers")
         init = self._container_amounts(spec.get("initContainers") or [], "spec.initContainers")
@@ -140,6 +146,8 @@ class PodDecoder:
             selection=None if types is not None or selection.empty else selection,
         )
         self._check_satisfiable(request, amount.field, amount.written)
+        if blocked is not None:
+            self._check_unprotected(request, amount.field, amount.written, blocked)
         return request
 
     def _partition_amount(self, selection: NodeSelection, amount: Amount) -> Amount:
@@ -262,6 +270,28 @@ class PodDecoder:
                                    f"larger than any accepted GPU (largest {largest} MiB among "
                                    f"{catalog.describe(candidates)})",
                                    f"at most {largest}Mi")
+
+    def _check_unprotected(self, request: GpuRequest, field: str, written: object,
+                           blocked: Sequence[bool]) -> None:
+        """An untyped VRAM share larger than every type it may use (the larger ones are
+        protected): refused, with the way out (name the type)."""
+        if request.kind is not RequestKind.VRAM or request.types is not None:
+            return
+        catalog = self._catalog
+        candidates = set(range(len(catalog))) - request.excluded
+        usable = {t for t in candidates if not blocked[t]}
+        largest = max((catalog.types[t].memory_mib for t in usable), default=0)
+        if request.vram_mib <= largest:
+            return
+        protected = {t for t in candidates - usable
+                     if catalog.types[t].memory_mib >= request.vram_mib}
+        raise RequestError(
+            field, written if written is not None else f"{request.vram_mib}Mi",
+            f"larger than any GPU an untyped pod may use here (largest {largest} MiB among "
+            f"{catalog.describe(usable) or 'none'}); only protected types are large enough "
+            f"({catalog.describe(protected)}), and protection keeps untyped pods off them",
+            f"at most {largest}Mi untyped, or name the type with the label "
+            f"{LABEL_ACCELERATOR} (e.g. {catalog.id_of(min(protected))})")
 
     # -- cpu / memory ------------------------------------------------------------------------
 

@@ -1,6 +1,8 @@
 """Structured logs: one JSON object per line on stderr (``--log-format text`` for people).
 
-Every line has the same top-level keys: ``time`` (RFC 3339, UTC), ``level``, ``logger``,
+Every line has the same top-level keys: ``time`` (RFC 3339, UTC), ``level``, ``severity``
+(the same level in the upper-case names Google Cloud Logging and most log routers key on:
+``DEBUG``, ``INFO``, ``WARNING``, ``ERROR``, ``CRITICAL``), ``logger``,
 ``message`` (a constant phrase, never formatted with values, so lines group by it), then the
 event's fields, then ``exception`` when there is one. Fields are passed as
 ``extra={"fields": {...}}`` and always use the same names for the same things: ``verb``, ``pod``
@@ -22,7 +24,7 @@ import orjson
 
 LEVELS = ("debug", "info", "warning", "error")
 FORMATS = ("json", "text")
-_RESERVED = ("time", "level", "logger", "message", "exception")
+_RESERVED = ("time", "level", "severity", "logger", "message", "exception")
 
 
 class JsonFormatter(logging.Formatter):
@@ -31,6 +33,7 @@ class JsonFormatter(logging.Formatter):
             "time": datetime.datetime.fromtimestamp(record.created, datetime.UTC)
             .isoformat(timespec="milliseconds").replace("+00:00", "Z"),
             "level": record.levelname.lower(),
+            "severity": record.levelname,
             "logger": record.name,
             "message": record.getMessage(),
         }

@@ -61,11 +61,16 @@ class PodAdmission:
         self.mapping = PlatformMapping(platform)
         self.trusted_users = frozenset(trusted_users)
 
-    def _decode(self, pod: Mapping[str, Any]) -> GpuRequest | None:
+    def _decode(self, pod: Mapping[str, Any], namespace: str = "") -> GpuRequest | None:
+        """The request, judged against the protection of ``namespace`` (the review's; a pod
+        object being created may not carry it yet) too: filter would refuse an untyped share
+        that only a protected type holds on every node, so admission says it at once."""
         # the shape first, as the extender's cycle does (ShapeError is a RequestError naming
         # the field); the API server has already typed the object, so this rarely fires
         check_pod(pod)
-        return self._platform.pods.request(pod)
+        namespace = namespace or objects.namespace(pod)
+        blocked = self._platform.protection.blocked(namespace).tolist()
+        return self._platform.pods.request(pod, blocked=blocked)
 
     # -- validate ----------------------------------------------------------------------------
 
@@ -91,9 +96,9 @@ class PodAdmission:
                 return Answer(False, "forged", message=trust.forgery_message(
                     forged, review.username, self.trusted_users))
         try:
-            request = self._decode(review.object)
+            request = self._decode(review.object, review.namespace)
         except RequestError as exc:
-            if old is not None and self._same_refusal(old, str(exc)):
+            if old is not None and self._same_refusal(old, str(exc), review.namespace):
                 return Answer(True, "unchanged")  # not this update's doing
             return Answer(False, "refused", message=f"gpu-extender: {exc}")
         if request is not None and not update and request.kind.value in SHARE_KINDS:
@@ -127,11 +132,11 @@ class PodAdmission:
             return Answer(True, "not-a-pod")
         pod, path = found
         try:
-            request = self._decode(pod)
+            request = self._decode(pod, review.namespace)
         except RequestError as exc:
             old = template_pod(review.kind, review.old_object) \
                 if review.operation == "UPDATE" and review.old_object is not None else None
-            if old is not None and self._same_refusal(old[0], str(exc)):
+            if old is not None and self._same_refusal(old[0], str(exc), review.namespace):
                 return Answer(True, "unchanged")
             name = objects.name(review.object)
             message = (f"gpu-extender: {review.kind} {name}: its pods would be refused: "
@@ -179,9 +184,9 @@ class PodAdmission:
                        f"entries)")
         return tuple(out)
 
-    def _same_refusal(self, old: Mapping[str, Any], message: str) -> bool:
+    def _same_refusal(self, old: Mapping[str, Any], message: str, namespace: str) -> bool:
         try:
-            self._decode(old)
+            self._decode(old, namespace)
         except RequestError as exc:
             return str(exc) == message
         return False
@@ -198,7 +203,7 @@ class PodAdmission:
             return Answer(True, "not-a-pod")
         pod = review.object
         try:
-            request = self._decode(pod)
+            request = self._decode(pod, review.namespace)
         except RequestError:
             return Answer(True, "invalid")  # /validate refuses it with the message
         if request is None:

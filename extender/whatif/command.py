@@ -52,7 +52,7 @@ def policies_of(values: list[str] | None, default: str) -> list[str]:
 
 def run_what_if(args: argparse.Namespace) -> int:
     from extender.whatif.inputs import load_whatif_config
-    from extender.whatif.manifests import load_pod_manifests
+    from extender.whatif.manifests import KNOWN_KINDS, load_pod_manifests
     from extender.whatif.render import document, render
     from extender.whatif.replay import stderr_progress, what_if
 
@@ -70,10 +70,17 @@ def run_what_if(args: argparse.Namespace) -> int:
                     f"{', '.join(unknown) or 'empty'} is not a registered strategy; accepted: "
                     f"{', '.join(names)}")
     objects = read_cluster_file(args.cluster_file)
+    unexpanded: list[str] = []
     try:
-        pods = load_pod_manifests(args.pods)
+        pods = load_pod_manifests(args.pods, unexpanded=unexpanded)
     except ExtenderError as exc:
         raise error(exc) from exc
+    if unexpanded:
+        shown = ", ".join(unexpanded[:10]) + (f" and {len(unexpanded) - 10} more"
+                                              if len(unexpanded) > 10 else "")
+        print(f"note: not replayed: {shown}: the what-if expands only {KNOWN_KINDS}; give "
+              "their pods as one of those (e.g. a Job with the same pod template)",
+              file=sys.stderr, flush=True)
     if not objects.nodes:
         raise error(f"--cluster-file {args.cluster_file}: holds no Node (dump nodes and pods: "
                     "`kubectl get nodes,pods -A -o json`)")

@@ -26,6 +26,16 @@ WORKLOADS = {"Deployment": "replicas", "ReplicaSet": "replicas", "StatefulSet": 
              "Job": "parallelism", "CronJob": "parallelism"}
 KNOWN_KINDS = "Pod, List, Deployment, ReplicaSet, StatefulSet, Job or CronJob"
 MAX_REPLICAS = 100_000
+PODLESS_KINDS = frozenset({
+    "Service", "ConfigMap", "Secret", "Namespace", "ServiceAccount", "Role", "RoleBinding",
+    "ClusterRole", "ClusterRoleBinding", "Ingress", "IngressClass", "PersistentVolumeClaim",
+    "PersistentVolume", "StorageClass", "NetworkPolicy", "PodDisruptionBudget",
+    "HorizontalPodAutoscaler", "PriorityClass", "LimitRange", "ResourceQuota", "Endpoints",
+    "EndpointSlice", "CustomResourceDefinition", "ValidatingWebhookConfiguration",
+    "MutatingWebhookConfiguration", "DeviceClass", "ResourceClaim", "ResourceClaimTemplate"})
+"""Kinds that create no pods: skipped without a note (``kubectl apply -f`` of a directory
+creates them beside the pods). Any other kind the what-if does not expand (a DaemonSet, a
+PyTorchJob, a RayCluster...) may well run GPU pods, so skipping it is said."""
 
 
 class ManifestError(ExtenderError):
@@ -58,12 +68,14 @@ def manifest_files(path: str | Path) -> list[Path]:
     return [path]
 
 
-def load_pod_manifests(path: str | Path, *, default_namespace: str = "default"
-                       ) -> list[PodManifest]:
-    """Every pod the manifests describe, in file order then document order."""
+def load_pod_manifests(path: str | Path, *, default_namespace: str = "default",
+                       unexpanded: list[str] | None = None) -> list[PodManifest]:
+    """Every pod the manifests describe, in file order then document order. ``unexpanded``,
+    if given, receives ``Kind (file#document)`` for every document of a kind that may run
+    pods but is not expanded (not in ``PODLESS_KINDS``): its pods are not in the replay."""
     problems: list[str] = []
     pods: list[PodManifest] = []
-    skipped: set[str] = set()
+    skipped: dict[str, str] = {}
     for file in manifest_files(path):
         for index, document in _documents(file, problems):
             where = f"{file}#{index}"
@@ -78,9 +90,12 @@ def load_pod_manifests(path: str | Path, *, default_namespace: str = "default"
     if problems:
         raise ManifestError(problems)
     if not pods:
-        found = f" (found only: {', '.join(sorted(skipped))}, which the what-if does not " \
-            "expand)" if skipped else ""
+        found = f" (found only: {', '.join(sorted(set(skipped.values())))}, which the what-if " \
+            "does not expand)" if skipped else ""
         raise ManifestError([f"{path}: no {KNOWN_KINDS} found{found}"])
+    if unexpanded is not None:
+        unexpanded.extend(f"{kind} ({where})" for where, kind in skipped.items()
+                          if kind not in PODLESS_KINDS)
     return pods
 
 
@@ -104,7 +119,7 @@ def _documents(file: Path, problems: list[str]) -> list[tuple[int, Any]]:
 
 
 def _expand(document: Any, where: str, namespace: str, out: list[PodManifest], *,
-            problems: list[str], skipped: set[str]) -> None:
+            problems: list[str], skipped: dict[str, str]) -> None:
     if not isinstance(document, dict):
         problems.append(f"{where}: expected an object with a kind, got {type(document).__name__}")
         return
@@ -128,9 +143,9 @@ def _expand(document: Any, where: str, namespace: str, out: list[PodManifest], *
     elif kind is None:
         problems.append(f"{where}: kind: required ({KNOWN_KINDS})")
     else:
-        skipped.add(str(kind))
-    # any other kind (Service, ConfigMap...) asks for no GPU: skipped, as kubectl apply -f
-    # of a directory would create it beside the pods
+        skipped[where] = str(kind)
+    # any other kind is skipped (a Service beside the pods, as kubectl apply -f of a
+    # directory would create it); one that may run pods is named (``PODLESS_KINDS``)
 
 
 def _expand_workload(document: dict[str, Any], kind: str, where: str, namespace: str, *,

@@ -116,8 +116,9 @@ def test_logs_are_json_lines_with_constant_keys() -> None:
                                None, None)
     record.fields = {"pod": "ml/p", "node": "n1", "message": "clash"}
     line = orjson.loads(JsonFormatter().format(record))
-    assert list(line)[:4] == ["time", "level", "logger", "message"]
+    assert list(line)[:5] == ["time", "level", "severity", "logger", "message"]
     assert line["level"] == "warning" and line["message"] == "bind failed"
+    assert line["severity"] == "WARNING"  # the key Cloud Logging reads
     assert line["pod"] == "ml/p" and line["field_message"] == "clash"
     assert line["time"].endswith("Z")
     try:

@@ -47,6 +47,20 @@ def test_lists_and_workloads_are_expanded_in_order(tmp_path: Path) -> None:
     assert len({p.pod["metadata"]["uid"] for p in pods}) == 5
 
 
+def test_a_kind_that_may_run_pods_is_named_when_skipped(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(yaml.safe_dump_all([
+        pod_doc("one", {"nvidia.com/gpu": "1"}),
+        {"kind": "Service", "metadata": {"name": "quiet"}},
+        {"kind": "PyTorchJob", "apiVersion": "kubeflow.org/v1", "metadata": {"name": "train"}},
+        {"kind": "DaemonSet", "metadata": {"name": "ds"}}]))
+    unexpanded: list[str] = []
+    pods = load_pod_manifests(tmp_path, unexpanded=unexpanded)
+    assert [p.pod["metadata"]["name"] for p in pods] == ["one"]
+    # the Service runs no pod: not named; the other two may run GPU pods that are not replayed
+    assert unexpanded == [f"PyTorchJob ({tmp_path / 'a.yaml'}#2)",
+                          f"DaemonSet ({tmp_path / 'a.yaml'}#3)"]
+
+
 def test_every_manifest_problem_is_reported_before_any_replay(tmp_path: Path) -> None:
     (tmp_path / "bad.yaml").write_text(yaml.safe_dump_all([
         {"kind": "Pod", "metadata": {}},

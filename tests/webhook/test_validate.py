@@ -113,3 +113,21 @@ def test_warnings_can_be_switched_off() -> None:
     quiet = PodAdmission(platform_with({"warnings": False}))
     pod = make_pod("p").container(limits={"cpu": "1"}).accelerator("a100").obj()
     assert quiet.validate(review(pod)).warnings == ()
+
+
+def test_an_untyped_share_only_a_protected_type_holds_is_refused_with_the_way_out() -> None:
+    # the largest unprotected type is rtx-pro-6000 / l40s class; 120Gi fits only on
+    # protected ones (h200 141 GB, b200 180 GB), which untyped pods may not use
+    answer = WEBHOOK.validate(review(make_pod("p").gpu_memory("120Gi").obj()))
+    assert not answer.allowed and answer.outcome == "refused"
+    message = answer.message
+    assert "limits[gpu-extender.io/gpu-memory]=\"120Gi\": larger than any GPU an untyped pod " \
+        "may use here" in message
+    assert "only protected types are large enough (" in message and "h200-141gb" in message
+    assert "name the type with the label gpu-extender.io/accelerator" in message
+    # named, the same share is fine: a typed pod may use the protected type it names
+    typed = WEBHOOK.validate(review(make_pod("p").gpu_memory("120Gi").accelerator("h200")
+                                    .obj()))
+    assert typed.allowed
+    # a share an unprotected type holds passes untyped
+    assert WEBHOOK.validate(review(make_pod("p").gpu_memory("20Gi").obj())).allowed
