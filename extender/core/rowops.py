@@ -77,6 +77,22 @@ def row_sum(values: npt.NDArray[np.floating[Any]] | npt.NDArray[np.integer[Any]]
     return out
 
 
+def row_sum_in_order(values: npt.NDArray[np.floating[Any]] | npt.NDArray[np.integer[Any]]
+                     ) -> npt.NDArray[np.float64]:
+    """Float sum over the last axis of any-shaped ``values``, added left to right.
+
+    Unlike ``row_sum`` (BLAS, whose order of additions depends on how many rows it is given),
+    every row's result has the same bits however many rows are summed at once, in whatever
+    array: the bulk fill of a ``RowCache`` and the refresh of one row agree exactly, and so
+    do two nodes in the same state. One vector add per column (the last axis is short)."""
+    if values.shape[-1] == 0:
+        return np.zeros(values.shape[:-1])
+    out = values[..., 0].astype(np.float64)
+    for column in range(1, values.shape[-1]):
+        out += values[..., column]
+    return out
+
+
 def group_starts(owner: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
     """Where each run of equal values begins in a sorted, non-empty ``owner`` (the groups of
     ``np.*.reduceat``)."""

@@ -45,7 +45,7 @@ import numpy as np
 import numpy.typing as npt
 
 from extender.catalog import Catalog
-from extender.core.rowops import row_count, row_sum
+from extender.core.rowops import row_count, row_sum, row_sum_in_order
 from extender.core.workload import Shape
 from extender.inventory.snapshot import ClusterSnapshot
 from extender.units import MILLI
@@ -94,6 +94,9 @@ class FragModel:
         """(n_types, n_levels, 1001) float64: A[t, l, x]."""
         self.groups = tuple(self._group(need, members, n_levels=n_levels, max_gpus=max_gpus)
                             for need, members in groups.items())
+        self._needs = np.array([group.need for group in self.groups], dtype=np.int64) \
+            .reshape(len(self.groups), n_types)
+        """(n_groups, n_types): each group's ``need``, stacked for ``row_terms``."""
 
     def _type_mask(self, shape: Shape) -> npt.NDArray[np.bool_]:
         n_types = len(self.catalog) + 1
@@ -165,17 +168,24 @@ class FragModel:
         state = _gpu_state_rows(snapshot, rows)
         level = self.levels(snapshot.cpu_free[rows])
         n = len(rows)
-        sums = np.empty((n, self.n_levels))
-        table = self.table.reshape(-1)
-        for lv in range(self.n_levels):
-            base = (state.type_col.astype(np.intp) * self.n_levels + lv) * (MILLI + 1)
-            sums[:, lv] = row_sum(state.x * table.take(base + state.x))
-        counts = np.empty((n, len(self.groups)), dtype=np.int64)
-        held = np.empty((n, len(self.groups)))
-        for g, group in enumerate(self.groups):
-            qualifies = state.in_model & (state.x >= group.need.take(state.type_col))
-            counts[:, g] = row_count(qualifies)
-            held[:, g] = row_sum(np.where(qualifies, state.x, 0))
+        # every level at once: A[t, l, x] sits at (t * levels + l) * 1001 + x, so one gather
+        # of (n, levels, n_gpus); few vector ops whatever the row count (a refresh is one row)
+        x = state.x.astype(np.intp)
+        first = state.type_col.astype(np.intp) * (self.n_levels * (MILLI + 1)) + x
+        at_level = np.arange(self.n_levels, dtype=np.intp) * (MILLI + 1)
+        gathered = self.table.reshape(-1).take(first[:, None, :] + at_level[None, :, None])
+        sums = row_sum_in_order(gathered * state.x[:, None, :])
+        n_groups = len(self.groups)
+        if n_groups:
+            needs = self._needs.take(state.type_col, axis=1)  # (n_groups, n, n_gpus)
+            qualifies = state.in_model[None] & (state.x[None] >= needs)
+            counts = qualifies.sum(axis=2, dtype=np.int64).T.copy()
+            # integers below 2**53: exact in any order
+            held = np.where(qualifies, state.x[None], 0).sum(axis=2, dtype=np.int64).T \
+                .astype(np.float64)
+        else:
+            counts = np.empty((n, 0), dtype=np.int64)
+            held = np.empty((n, 0))
         frag = sums[np.arange(n), level] + self._group_sum(counts, held, level)
         return level, frag, sums, counts, held
 

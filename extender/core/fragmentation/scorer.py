@@ -208,16 +208,15 @@ _SIGNATURE = ("gpu_type", "total_mib", "free_mib", "replicas", "replicas_free",
 def _first_of_kind_rows(snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64]
                         ) -> tuple[npt.NDArray[np.bool_]]:
     """(n, n_gpus) True for a GPU unless an earlier GPU of its node is in the same state."""
-    columns = [getattr(snapshot, name)[rows] for name in _SIGNATURE]
     width = snapshot.n_gpus
-    first = np.ones((len(rows), width), dtype=bool)
-    for g in range(1, width):
-        for h in range(g):
-            same = np.ones(len(rows), dtype=bool)
-            for column in columns:
-                same &= column[:, g] == column[:, h]
-            first[:, g] &= ~same
-    return (first,)
+    # same[i, g, h]: GPUs g and h of row i agree on every column (a few vector ops per
+    # column, whatever the row count: a refresh is one row)
+    same = np.ones((len(rows), width, width), dtype=bool)
+    for name in _SIGNATURE:
+        column = getattr(snapshot, name)[rows]
+        same &= column[:, :, None] == column[:, None, :]
+    earlier = np.tri(width, width, -1, dtype=bool)  # h < g
+    return (~(same & earlier).any(axis=2),)
 
 
 def first_of_kind(snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64],

@@ -1,0 +1,89 @@
+"""The per-row kernels that ``RowCache`` refreshes one row at a time give every row the same
+bits whether it is computed alone or with the whole snapshot, and equal their definitions.
+
+Why bits and not ``allclose``: a refresh recomputes the one row a hold changed, the rest stay
+from the bulk fill. If the two paths added in different orders (BLAS does, by row count), two
+nodes in the same state could hold F values an ulp apart, and F after minus F before of an
+unchanged node could be 1e-16 instead of 0: ``ceil(dF / 0.04)`` then puts it a bucket lower
+in the default strategy's key.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from extender.core.fragmentation.model import FragModel, gpu_state
+from extender.core.fragmentation.scorer import _SIGNATURE, _first_of_kind_rows
+from extender.core.rowops import row_sum_in_order
+from extender.inventory import ClusterSnapshot
+from extender.units import MILLI
+from tests.core.helpers import catalog, random_cluster, random_shapes
+
+SEEDS = range(12)
+
+
+def snapshot_of(seed: int) -> tuple[ClusterSnapshot, np.random.Generator]:
+    rng = np.random.default_rng(seed)
+    return random_cluster(rng, 40, fill=4.0).snapshot(), rng
+
+
+@pytest.mark.parametrize("shape", [(5, 8), (3, 7, 16), (2, 0), (0, 8), (4, 1)])
+def test_row_sum_in_order_adds_left_to_right_whatever_the_row_count(shape: tuple[int, ...]
+                                                                    ) -> None:
+    rng = np.random.default_rng(sum(shape))
+    values = rng.random(shape) * rng.integers(0, 1000, shape)
+    flat = values.reshape(int(np.prod(shape[:-1])), shape[-1])
+    # Python's left-to-right float addition, from the first column
+    expected = [sum(row[1:].tolist(), float(row[0])) if len(row) else 0.0 for row in flat]
+    assert row_sum_in_order(values).reshape(-1).tolist() == expected
+    for i in range(len(flat)):  # one row alone: the same bits
+        assert row_sum_in_order(flat[i:i + 1])[0] == expected[i]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_row_terms_of_one_row_equal_the_bulk_bits_and_the_definition(seed: int) -> None:
+    snap, rng = snapshot_of(seed)
+    model = FragModel(catalog(), random_shapes(rng))
+    rows = np.arange(snap.n_nodes, dtype=np.int64)
+    bulk = model.row_terms(snap, rows)
+    state = gpu_state(snap, rows)
+    table = model.table
+    for row in rows:
+        alone = model.row_terms(snap, np.array([row], dtype=np.int64))
+        for kept, single in zip(bulk, alone, strict=True):
+            assert kept[row].tobytes() == single[0].tobytes()
+        # the definition: sum over GPUs, in slot order, of x * A[t, l, x] at every level
+        x = state.x[row].tolist()
+        types = state.type_col[row].tolist()
+        for level in range(model.n_levels):
+            parts = [xi * float(table[ti, level, xi]) for xi, ti in zip(x, types, strict=True)]
+            assert bulk[2][row, level] == sum(parts[1:], parts[0])
+        for g, group in enumerate(model.groups):
+            qualify = [bool(state.in_model[row, j]) and x[j] >= int(group.need[types[j]])
+                       for j in range(snap.n_gpus)]
+            assert bulk[3][row, g] == sum(qualify)
+            assert bulk[4][row, g] == sum(x[j] for j in range(snap.n_gpus) if qualify[j])
+    # F now is the uncached kernel's (which sums with BLAS: equal up to rounding)
+    level = model.levels(snap.cpu_free[rows])
+    assert np.array_equal(bulk[0], level)
+    np.testing.assert_allclose(bulk[1], model.node_frag(state, level), rtol=1e-12, atol=1e-9)
+    assert (bulk[2] <= MILLI * snap.n_gpus * sum(model.shapes.values()) + 1e-9).all()
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_first_of_kind_is_the_first_gpu_of_each_state_on_its_node(seed: int) -> None:
+    snap, _ = snapshot_of(seed)
+    rows = np.arange(snap.n_nodes, dtype=np.int64)
+    (first,) = _first_of_kind_rows(snap, rows)
+    assert first.shape == (snap.n_nodes, snap.n_gpus)
+    repeats = 0
+    for row in rows:
+        states = [tuple(getattr(snap, name)[row, j].item() for name in _SIGNATURE)
+                  for j in range(snap.n_gpus)]
+        expected = [states[j] not in states[:j] for j in range(snap.n_gpus)]
+        repeats += expected.count(False)
+        assert first[row].tolist() == expected
+        (alone,) = _first_of_kind_rows(snap, np.array([row], dtype=np.int64))
+        assert alone[0].tolist() == expected
+    assert repeats  # the clusters do have GPUs in the same state as an earlier one
