@@ -10,15 +10,28 @@ in the default strategy's key.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
+from extender.core.assign import assign
+from extender.core.fit import fit
 from extender.core.fragmentation.model import FragModel, gpu_state
-from extender.core.fragmentation.scorer import _SIGNATURE, _first_of_kind_rows
+from extender.core.fragmentation.scorer import _SIGNATURE, FragScorer, _first_of_kind_rows
+from extender.core.request import PlacementRequest
 from extender.core.rowops import row_sum_in_order
+from extender.core.workload import WorkloadMix
 from extender.inventory import ClusterSnapshot
+from extender.model import PodKey, RequestKind
 from extender.units import MILLI
-from tests.core.helpers import catalog, random_cluster, random_shapes
+from tests.core.helpers import (
+    catalog,
+    placement,
+    random_cluster,
+    random_request,
+    random_shapes,
+)
 
 SEEDS = range(12)
 
@@ -87,3 +100,82 @@ def test_first_of_kind_is_the_first_gpu_of_each_state_on_its_node(seed: int) -> 
         (alone,) = _first_of_kind_rows(snap, np.array([row], dtype=np.int64))
         assert alone[0].tolist() == expected
     assert repeats  # the clusters do have GPUs in the same state as an earlier one
+
+
+def whole_requests(rng: np.random.Generator, count: int) -> list[PlacementRequest]:
+    """Requests that take GPUs whole (shares go through another path)."""
+    out: list[PlacementRequest] = []
+    while len(out) < count:
+        req, namespace, cpu = random_request(rng)
+        if req.kind not in (RequestKind.VRAM, RequestKind.FRACTION):
+            out.append(placement(req, namespace, cpu))
+    return out
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_f_after_taking_in_python_has_the_vector_paths_bits(seed: int) -> None:
+    snap, rng = snapshot_of(seed)
+    model = FragModel(catalog(), random_shapes(rng))
+    rows = np.arange(snap.n_nodes, dtype=np.int64)
+    compared = 0
+    for preq in whole_requests(rng, 8):
+        result = fit(snap, preq, rows)
+        fitting = rows[result.fits]
+        level_after = model.levels(snap.cpu_free[fitting] - preq.cpu_milli)
+        owners: list[int] = []
+        slots: list[int] = []
+        for i, row in enumerate(fitting):
+            taken = np.flatnonzero(result.units[row] > 0)[:preq.count]
+            owners += [i] * len(taken)
+            slots += taken.tolist()
+        owner = np.array(owners, dtype=np.intp)
+        slot = np.array(slots, dtype=np.intp)
+        vector = model.frag_after_changes(snap, fitting, level_after, owner=owner, slot=slot,
+                                          x_after=np.zeros(len(slot), dtype=np.int64),
+                                          sets=len(fitting))
+        for i, row in enumerate(fitting.tolist()):
+            python = model.frag_after_taking(snap, row, model.level_of(
+                int(snap.cpu_free[row]) - preq.cpu_milli), slot[owner == i].tolist())
+            assert np.float64(python).tobytes() == vector[i].tobytes()
+            compared += 1
+    assert compared
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_f_after_kept_through_one_row_refreshes_equals_f_after_afresh(
+        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(970 + seed)
+    inv = random_cluster(rng, 24, fill=2.0)
+    scorer = FragScorer(catalog(), WorkloadMix())
+    scorer.set_shapes(random_shapes(rng))
+    model = scorer.model()
+    one_row = 0
+    real = model.frag_after_taking
+
+    def counted(*args: Any, **kwargs: Any) -> float:
+        nonlocal one_row
+        one_row += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(model, "frag_after_taking", counted)
+    first = inv.snapshot()
+    everything = np.arange(first.n_nodes, dtype=np.int64)
+    requests = [preq for preq in whole_requests(rng, 16)
+                if fit(first, preq, everything).fits.sum() >= 3][:3]
+    for step in range(12):
+        snap = inv.snapshot()
+        rows = np.arange(snap.n_nodes, dtype=np.int64)
+        for preq in requests:
+            result = fit(snap, preq, rows)
+            got = scorer.frag_after(snap, preq, result)  # the second call on: kept
+            want = scorer._whole_after(snap, preq, result)
+            for g, w in zip(got, want, strict=True):
+                assert g.tobytes() == w.tobytes()
+        # one pod of a request placed, as between two pods of a burst: one row changes
+        preq = requests[step % len(requests)]
+        fitting = np.flatnonzero(fit(snap, preq, rows).fits)
+        if len(fitting):
+            row = int(fitting[int(rng.integers(len(fitting)))])
+            inv.assume(PodKey("default", f"pod-{step}", f"pod-{step}"), assign(snap, preq, row),
+                       cpu_milli=preq.cpu_milli, ttl=30.0)
+    assert one_row  # the one-row path ran (else this compared the vector path to itself)

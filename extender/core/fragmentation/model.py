@@ -37,7 +37,8 @@ Array dimension names as in ``extender.inventory.snapshot``; ``n_types`` counts 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import bisect
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,6 +75,7 @@ class FragModel:
         memory = np.maximum(catalog.memory_mib, 1)
         gpu_shapes = [(s, p) for s, p in self.shapes.items() if s.gpus > 0]
         self.cpu_levels = np.array(sorted({s.cpu_milli for s, _ in gpu_shapes}), dtype=np.int64)
+        self._cpu_level_list = self.cpu_levels.tolist()
         n_levels = len(self.cpu_levels) + 1
         total_weight = float(sum(self.shapes.values()))
         table = np.full((n_types, n_levels, MILLI + 1), total_weight, dtype=np.float64)
@@ -259,6 +261,49 @@ class FragModel:
             slots = group.weight.shape[1]
             count = np.minimum(count, slots - 1)
             frag += held * group.weight.reshape(-1).take(node_level * slots + count)
+        return frag
+
+    def level_of(self, cpu_free: int) -> int:
+        """``levels`` of one node, in plain Python."""
+        return bisect.bisect_right(self._cpu_level_list, cpu_free)
+
+    def frag_after_taking(self, snapshot: ClusterSnapshot, row: int, level_after: int,
+                          slots: Sequence[int]) -> float:
+        """F of snapshot ``row`` at ``level_after`` once GPUs ``slots`` are taken whole
+        (x -> 0): ``frag_after_changes(..., sets=1)`` for one node, in plain Python on the
+        same cached terms.
+
+        Why twice: a placement changes one row, so every pod refreshes that row's F after,
+        and on one row the vector path is some sixty numpy calls of fixed cost. The same
+        operations run in the same order (``bincount`` adds its weights to 0.0 in index
+        order; IEEE doubles add and multiply alike in numpy and Python), so the result has
+        the vector path's bits (``tests/core/test_row_refresh.py``)."""
+        flat = [row * snapshot.n_gpus + slot for slot in slots]
+        x_k, type_k, in_k = snapshot.cache.use(
+            ("gpu-state",), snapshot, _gpu_state_arrays,
+            lambda arrays: tuple(a.reshape(-1).take(flat).tolist() for a in arrays))
+        sums, counts_at, held_at = snapshot.cache.use(
+            ("frag-rows", self), snapshot, self.row_terms, lambda arrays: (
+                arrays[2].item(row, level_after), arrays[3][row].tolist(),
+                arrays[4][row].tolist()))
+        table = self.table
+        change = 0.0
+        for x, gpu_type in zip(x_k, type_k, strict=True):
+            at = (gpu_type, level_after)
+            change += 0 * table.item(*at, 0) - x * table.item(*at, x)
+        frag = sums + change
+        for g, group in enumerate(self.groups):
+            d_count = 0.0
+            d_held = 0.0
+            for x, gpu_type, inside in zip(x_k, type_k, in_k, strict=True):
+                need = group.need.item(gpu_type)
+                before = inside and x >= need
+                after = inside and need <= 0
+                d_count += int(after) - int(before)
+                d_held -= x if before else 0  # x after is 0: held only loses
+            slots_g = group.weight.shape[1]
+            count = min(counts_at[g] + int(d_count), slots_g - 1)
+            frag += (held_at[g] + d_held) * group.weight.item(level_after, count)
         return frag
 
 

@@ -17,6 +17,7 @@ from extender.catalog import Catalog
 from extender.core import fit as kernel
 from extender.core.fit import FitResult
 from extender.core.fragmentation.model import FragModel
+from extender.core.reasons import Reason
 from extender.core.request import PlacementRequest
 from extender.core.rowops import group_starts
 from extender.core.workload import Shape, WorkloadMix
@@ -139,6 +140,13 @@ class FragScorer:
         def compute(snap: ClusterSnapshot, stale: npt.NDArray[np.int64]) -> Derived:
             fitted = _fit_of_rows(snap, req, fit, stale)
             out = np.full(len(stale), np.nan)
+            if len(stale) == 1:  # a placement's row: plain Python, the same bits
+                if fitted.code.item(0) == Reason.FITS:
+                    row = int(stale[0])
+                    taken = np.flatnonzero(fitted.units[0] > 0)[:req.count].tolist()
+                    level = model.level_of(int(snap.cpu_free[row]) - req.cpu_milli)
+                    out[0] = model.frag_after_taking(snap, row, level, taken)
+                return (out,)
             at, _, _, after = self._whole_after(snap, req, fitted)
             out[at] = after
             return (out,)
