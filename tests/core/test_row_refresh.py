@@ -17,7 +17,7 @@ import pytest
 
 from extender.core.assign import assign
 from extender.core.fit import fit
-from extender.core.fragmentation.model import FragModel, gpu_state
+from extender.core.fragmentation.model import FragModel, _gpu_state_rows, gpu_state
 from extender.core.fragmentation.scorer import _SIGNATURE, FragScorer, _first_of_kind_rows
 from extender.core.request import PlacementRequest
 from extender.core.rowops import row_sum_in_order
@@ -63,6 +63,11 @@ def test_row_terms_of_one_row_equal_the_bulk_bits_and_the_definition(seed: int) 
     state = gpu_state(snap, rows)
     table = model.table
     for row in rows:
+        one = _gpu_state_rows(snap, np.array([row], dtype=np.int64))  # the plain-Python path
+        for name in ("x", "type_col", "in_model"):
+            kept, single = getattr(state, name), getattr(one, name)
+            assert single.dtype == kept.dtype
+            assert single[0].tolist() == kept[row].tolist()
         alone = model.row_terms(snap, np.array([row], dtype=np.int64))
         for kept, single in zip(bulk, alone, strict=True):
             assert kept[row].tobytes() == single[0].tobytes()

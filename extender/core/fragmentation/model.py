@@ -38,6 +38,7 @@ Array dimension names as in ``extender.inventory.snapshot``; ``n_types`` counts 
 from __future__ import annotations
 
 import bisect
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -321,6 +322,8 @@ class GpuState:
 
 def _gpu_state_rows(snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64]
                     ) -> GpuState:
+    if len(rows) == 1:
+        return _gpu_state_row(snapshot, int(rows[0]))
     gpu_type = snapshot.gpu_type[rows]
     present = gpu_type >= 0
     total = np.maximum(snapshot.total_mib[rows], 1)
@@ -332,6 +335,29 @@ def _gpu_state_rows(snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64]
     type_col = np.where(present, gpu_type, snapshot.catalog.unknown_index).astype(np.int16)
     return GpuState(x=np.where(in_model, x, 0).astype(np.int16), type_col=type_col,
                     in_model=in_model)
+
+
+def _gpu_state_row(snapshot: ClusterSnapshot, row: int) -> GpuState:
+    """``_gpu_state_rows`` of one row in plain Python (a placement's refresh: a dozen numpy
+    calls of fixed cost on eight numbers otherwise); the same float operations, so the same
+    values (``tests/core/test_row_refresh.py``)."""
+    unknown = snapshot.catalog.unknown_index
+    x: list[int] = []
+    type_col: list[int] = []
+    in_model: list[bool] = []
+    for gpu_type, total, free, healthy, layout, replicas in zip(
+            snapshot.gpu_type[row].tolist(), snapshot.total_mib[row].tolist(),
+            snapshot.free_mib[row].tolist(), snapshot.healthy[row].tolist(),
+            snapshot.mig_layout[row].tolist(), snapshot.replicas[row].tolist(), strict=True):
+        present = gpu_type >= 0
+        inside = present and healthy and layout < 0 and replicas == 0
+        in_model.append(inside)
+        type_col.append(gpu_type if present else unknown)
+        # floor(free * 1000 / total) in float64, as the vector path computes it
+        x.append(min(math.floor(max(free, 0) * float(MILLI) / max(total, 1)), MILLI)
+                 if inside else 0)
+    return GpuState(x=np.array([x], dtype=np.int16), type_col=np.array([type_col], dtype=np.int16),
+                    in_model=np.array([in_model], dtype=bool))
 
 
 def _gpu_state_arrays(snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64]
