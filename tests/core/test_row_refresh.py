@@ -21,6 +21,7 @@ from extender.core.fragmentation.model import FragModel, _gpu_state_rows, gpu_st
 from extender.core.fragmentation.scorer import _SIGNATURE, FragScorer, _first_of_kind_rows
 from extender.core.request import PlacementRequest
 from extender.core.rowops import row_sum_in_order
+from extender.core.scoring.capacity import _used_rows
 from extender.core.workload import WorkloadMix
 from extender.inventory import ClusterSnapshot
 from extender.model import PodKey, RequestKind
@@ -184,3 +185,23 @@ def test_f_after_kept_through_one_row_refreshes_equals_f_after_afresh(
             inv.assume(PodKey("default", f"pod-{step}", f"pod-{step}"), assign(snap, preq, row),
                        cpu_milli=preq.cpu_milli, ttl=30.0)
     assert one_row  # the one-row path ran (else this compared the vector path to itself)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_used_fraction_of_one_row_has_the_bulk_bits(seed: int) -> None:
+    snap, _ = snapshot_of(seed)
+    rows = np.arange(snap.n_nodes, dtype=np.int64)
+    used, total, count = _used_rows(snap, rows)
+    kinds = set()
+    for row in rows.tolist():
+        one = _used_rows(snap, np.array([row], dtype=np.int64))  # the plain-Python path
+        assert one[0][0].tobytes() == used[row].tobytes()
+        assert one[1][0].tobytes() == total[row].tobytes()
+        assert one[2][0] == count[row]
+        present = snap.gpu_type[row] >= 0
+        assert total[row] == sum(used[row].tolist()[1:], used[row, 0])
+        assert count[row] == present.sum()
+        kinds |= {"mig" if layout >= 0 else "sliced" if replicas else "plain"
+                  for layout, replicas, here in zip(snap.mig_layout[row], snap.replicas[row],
+                                                    present, strict=True) if here}
+    assert kinds == {"mig", "sliced", "plain"}  # every branch of the fraction was compared

@@ -10,7 +10,7 @@ import numpy.typing as npt
 
 from extender.core.fit import mig_starts
 from extender.core.request import PlacementRequest
-from extender.core.rowops import row_any, row_count, row_max, row_min, row_sum
+from extender.core.rowops import row_any, row_count, row_max, row_min, row_sum_in_order
 from extender.inventory.layout import POPCOUNT
 from extender.inventory.snapshot import ClusterSnapshot
 from extender.model import RequestKind
@@ -19,7 +19,13 @@ from extender.model import RequestKind
 def _used_rows(snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64]
                ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64],
                           npt.NDArray[np.int64]]:
-    """(used fraction per GPU, its sum per node, GPUs per node) of snapshot ``rows``."""
+    """(used fraction per GPU, its sum per node, GPUs per node) of snapshot ``rows``.
+
+    The sum adds each node's GPUs left to right (``row_sum_in_order``), so a node's total
+    has the same bits whether the row was refreshed alone (``_used_row``, a placement's) or
+    with the cluster: two nodes in the same state get the same dS and dP."""
+    if len(rows) == 1:
+        return _used_row(snapshot, int(rows[0]))
     gpu_type = snapshot.gpu_type[rows]
     present = gpu_type >= 0
     total = np.maximum(snapshot.total_mib[rows], 1).astype(np.float64)
@@ -33,7 +39,39 @@ def _used_rows(snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64]
     layout = snapshot.mig_layout[rows]
     used = np.where(layout >= 0, mig, np.where(replicas > 0, np.maximum(sliced, vram), vram))
     used = np.where(present, used, 0.0)
-    return used, row_sum(used), row_count(present)
+    return used, row_sum_in_order(used), row_count(present)
+
+
+def _used_row(snapshot: ClusterSnapshot, row: int
+              ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64],
+                         npt.NDArray[np.int64]]:
+    """``_used_rows`` of one row in plain Python: the same IEEE operations on the same
+    numbers (``tests/core/test_row_refresh.py``), without two dozen numpy calls of fixed cost
+    on eight GPUs."""
+    mig_slots = snapshot.catalog.mig_slots.tolist()
+    popcount = POPCOUNT.tolist()
+    used: list[float] = []
+    for gpu_type, total, free, replicas, replicas_free, layout, mig_used in zip(
+            snapshot.gpu_type[row].tolist(), snapshot.total_mib[row].tolist(),
+            snapshot.free_mib[row].tolist(), snapshot.replicas[row].tolist(),
+            snapshot.replicas_free[row].tolist(), snapshot.mig_layout[row].tolist(),
+            snapshot.mig_used[row].tolist(), strict=True):
+        if gpu_type < 0:  # padding
+            used.append(0.0)
+            continue
+        vram = 1.0 - max(free, 0) / float(max(total, 1))
+        if layout >= 0:
+            slots = mig_slots[gpu_type]
+            used.append((popcount[mig_used] - (8 - slots)) / float(max(slots, 1)))
+        elif replicas > 0:
+            sliced = 1.0 - replicas_free / max(float(replicas), 1.0)
+            used.append(max(sliced, vram))
+        else:
+            used.append(vram)
+    total_used = sum(used[1:], used[0]) if used else 0.0
+    present = sum(1 for gpu_type in snapshot.gpu_type[row].tolist() if gpu_type >= 0)
+    return (np.array([used], dtype=np.float64), np.array([total_used]),
+            np.array([present], dtype=np.int64))
 
 
 def used_fraction(snapshot: ClusterSnapshot, rows: npt.NDArray[np.int64]
