@@ -5,6 +5,7 @@
     .venv/bin/python benchmarks/bench_verbs.py --profile 5000         # where the time goes
     .venv/bin/python benchmarks/bench_verbs.py --in-process --sizes 1000 [--tree /work/base]
     .venv/bin/python benchmarks/bench_verbs.py --in-process --steps --sizes 1000   # per step
+    .venv/bin/python benchmarks/bench_verbs.py --in-process --burst --sizes 1000 [--tree DIR]
 
 What is measured: ``gpu-extender serve --cluster-file`` (offline mode, the production code
 path minus the API server) on a generated cluster of N GPU nodes, driven the way kube-scheduler
@@ -25,6 +26,14 @@ so the ratio is the extender's own cost.
 (less sensitive to a loaded machine than wall time), median per call; ``--tree DIR`` imports the
 extender from another checkout (side by side with a base: same cluster, same pods), and the
 service's memo counters are printed after each size.
+
+``--burst``: what one pod of a burst costs the verbs, as ``bench_scheduler.py`` drives them
+but without the control plane: N nodes x 8 T4 (empty), ``--cycles`` one-GPU pods of one
+Deployment, each filtered on every node (the names shuffled per call: kube-scheduler lists
+the feasible nodes in the order its parallel filters finish), prioritized on the names the
+exact cut kept (its cluster facts known: no taints, Services or affinity) and bound to the
+best (offline, so the binding is applied to the inventory at once: each pod changes the row
+of the one before, as in the burst). Median thread CPU per call, after ``--warmup`` pods.
 
 Cluster: per 10 nodes, 3 L4 x8, 2 T4 x4, 1 A10G x4, 1 A100-80GB x8 (protected), 1 A100-80GB
 x8 with dynamic MIG (node agent annotation), 1 A100-80GB with mixed-strategy MIG (allocatable
@@ -400,6 +409,86 @@ def in_process(n_nodes: int, cycles: int, warmup: int) -> list[JSON]:
     return rows
 
 
+def burst_cluster(n_nodes: int) -> JSON:
+    """``bench_scheduler.py``'s fleet: N empty nodes x 8 T4."""
+    items = [_node(f"node-{i:05d}", _gfd("Tesla-T4", 15360, 8), {"nvidia.com/gpu": "8"})
+             for i in range(n_nodes)]
+    return {"apiVersion": "v1", "kind": "List", "items": items}
+
+
+def burst_pod(serial: int) -> JSON:
+    """One replica of the burst's Deployment: one whole GPU, a little CPU and memory."""
+    name = f"burst-{serial}"
+    requests = {"nvidia.com/gpu": "1", "cpu": "100m", "memory": "128Mi"}
+    return {"metadata": {"name": name, "namespace": "bench", "uid": f"uid-{name}",
+                         "resourceVersion": str(1000 + serial), "labels": {"app": "burst"},
+                         "creationTimestamp": "2026-01-01T00:00:00Z"},
+            "spec": {"schedulerName": "default-scheduler", "containers": [
+                {"name": "main", "image": "registry.example/app:1", "resources": {
+                    "limits": {"nvidia.com/gpu": "1"}, "requests": requests}}]},
+            "status": {"phase": "Pending", "qosClass": "Burstable"}}
+
+
+def burst(n_nodes: int, pods: int, warmup: int) -> JSON:
+    """Filter (exact cut on), prioritize and bind per pod of a burst; median CPU per call."""
+    from extender.inventory.store import Inventory
+    from extender.platform import load_platform
+    from extender.server.service import ExtenderService
+    from extender.server.wire import decode_binding_args, decode_extender_args
+    from extender.sync.apply import InventoryApplier
+    from extender.sync.offline import OfflineCluster, parse_cluster_document
+    from extender.sync.score_facts import ScoreFacts
+
+    cluster = burst_cluster(n_nodes)
+    platform = load_platform()
+    inventory = Inventory(platform.catalog)
+    applier = InventoryApplier(platform, inventory)
+    offline = OfflineCluster(applier, inventory)
+    facts = ScoreFacts()  # what the watches would have listed: nothing that stops the cut
+    facts.replace_nodes(cluster["items"])
+    facts.replace_pods([])
+    facts.replace_services([])
+    service = ExtenderService(platform, offline, inventory=inventory, applier=applier,
+                              on_new_pod=offline.admit, facts=facts)
+    service.offline = offline
+    service._offline_objects = parse_cluster_document(cluster)
+    service.start()
+    verbs, clock = service.verbs, time.thread_time_ns
+    names = [item["metadata"]["name"] for item in cluster["items"]]
+    order = random.Random(7)
+    spent: dict[str, list[int]] = {"filter": [], "prioritize": [], "bind": []}
+    kept = 0
+    for i in range(warmup + pods):
+        pod = burst_pod(i)
+        order.shuffle(names)
+        body = orjson.dumps({"Pod": pod, "Nodes": None, "NodeNames": names})
+        started = clock()
+        answer = verbs.filter(decode_extender_args(body))
+        filtered = clock()
+        feasible = orjson.loads(answer.body)["NodeNames"]
+        body = orjson.dumps({"Pod": pod, "Nodes": None, "NodeNames": feasible})
+        before_prioritize = clock()
+        priorities = verbs.prioritize(decode_extender_args(body))
+        prioritized = clock()
+        best = max(orjson.loads(priorities.body), key=lambda host: host["Score"])["Host"]
+        body = orjson.dumps({"PodName": pod["metadata"]["name"], "PodNamespace": "bench",
+                             "PodUID": pod["metadata"]["uid"], "Node": best})
+        before_bind = clock()
+        bound = verbs.bind(decode_binding_args(body))
+        ended = clock()
+        if orjson.loads(bound.body)["Error"]:
+            raise SystemExit(f"bind failed: {bound.body!r}")
+        if i >= warmup:
+            spent["filter"].append(filtered - started)
+            spent["prioritize"].append(prioritized - before_prioritize)
+            spent["bind"].append(ended - before_bind)
+            kept += len(feasible)
+    service.stop()
+    return {"nodes": n_nodes, "pods": pods, "kept_per_pod": round(kept / pods, 2),
+            **{f"{verb}_cpu_us": round(statistics.median(values) / 1000)
+               for verb, values in spent.items()}}
+
+
 def _kind_steps(service: Any, names: list[str], kind: str) -> dict[str, Any]:
     """The verbs' steps for one pod of ``kind`` after its filter, as calls (``None``: the tree
     lacks that step)."""
@@ -489,6 +578,9 @@ def main() -> int:
                         help="with --in-process: import the extender from this checkout")
     parser.add_argument("--steps", action="store_true",
                         help="with --in-process: each step of the verbs alone instead")
+    parser.add_argument("--burst", action="store_true",
+                        help="with --in-process: filter, prioritize and bind per pod of a "
+                             "burst (--cycles pods), see above")
     parser.add_argument("--floor-server", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.floor_server:
@@ -510,6 +602,18 @@ def main() -> int:
         if args.steps:
             for size in args.sizes:
                 steps(size)
+            return 0
+        if args.burst:
+            for size in args.sizes:
+                row = burst(size, args.cycles, args.warmup)
+                rows.append(row)
+                print(f"{size:>6} nodes, {row['pods']} pods, {row['kept_per_pod']} names kept "
+                      f"per pod | filter {row['filter_cpu_us']} us | prioritize "
+                      f"{row['prioritize_cpu_us']} us | bind {row['bind_cpu_us']} us "
+                      f"(median thread CPU per call)")
+            if args.output:
+                args.output.parent.mkdir(parents=True, exist_ok=True)
+                args.output.write_bytes(orjson.dumps(rows, option=orjson.OPT_INDENT_2))
             return 0
         for size in args.sizes:
             rows += in_process(size, args.cycles, args.warmup)

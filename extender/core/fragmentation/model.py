@@ -168,6 +168,8 @@ class FragModel:
         Returns ``(level (n,), F (n,), sums (n, n_levels), counts (n, n_groups), held (n,
         n_groups))``: the node's CPU level and F now; the sum of x * A over its GPUs at each
         level; per multi-GPU group the GPUs that qualify and their free thousandths."""
+        if len(rows) == 1:
+            return self._row_terms_one(snapshot, int(rows[0]))
         state = _gpu_state_rows(snapshot, rows)
         level = self.levels(snapshot.cpu_free[rows])
         n = len(rows)
@@ -191,6 +193,40 @@ class FragModel:
             held = np.empty((n, 0))
         frag = sums[np.arange(n), level] + self._group_sum(counts, held, level)
         return level, frag, sums, counts, held
+
+    def _row_terms_one(self, snapshot: ClusterSnapshot, row: int
+                       ) -> tuple[npt.NDArray[Any], ...]:
+        """``row_terms`` of one row (a placement's refresh) in plain Python after one gather:
+        the same IEEE operations in the same order (products x * A, added left to right from
+        the first GPU; the groups' terms added to 0.0 in group order), so the same bits
+        (``tests/core/test_row_refresh.py``)."""
+        state = _gpu_state_row(snapshot, row)
+        xs, types = state.x[0].tolist(), state.type_col[0].tolist()
+        inside = state.in_model[0].tolist()
+        level = self.level_of(int(snapshot.cpu_free[row]))
+        levels, width, gpus = self.n_levels, MILLI + 1, len(xs)
+        table = self.table.reshape(-1).take(
+            [(t * levels + at) * width + x for at in range(levels)
+             for t, x in zip(types, xs, strict=True)]).tolist()
+        sums: list[float] = []
+        for at in range(levels):
+            products = [a * x for a, x in zip(table[at * gpus:(at + 1) * gpus], xs,
+                                               strict=True)]
+            sums.append(sum(products[1:], products[0]) if products else 0.0)
+        counts: list[int] = []
+        held: list[float] = []
+        group_sum = 0.0
+        for g, group in enumerate(self.groups):
+            need = self._needs[g].tolist()
+            qualify = [x for x, t, here in zip(xs, types, inside, strict=True)
+                       if here and x >= need[t]]
+            counts.append(len(qualify))
+            held.append(float(sum(qualify)))
+            slots = group.weight.shape[1]
+            group_sum += held[-1] * group.weight.item(level, min(counts[-1], slots - 1))
+        return (np.array([level], dtype=np.int64), np.array([sums[level] + group_sum]),
+                np.array([sums]), np.array([counts], dtype=np.int64).reshape(1, -1),
+                np.array([held], dtype=np.float64).reshape(1, -1))
 
     def _group_sum(self, counts: npt.NDArray[np.int64], held: npt.NDArray[np.float64],
                    level: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:

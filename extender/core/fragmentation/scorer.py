@@ -46,7 +46,7 @@ class FragScorer:
         self._version = -1
         self._after = RowCache(max_keys=KEPT_REQUESTS)
         """Whole-GPU F after on every row, per (model, request object, inventory)."""
-        self._seen: OrderedDict[PlacementRequest, None] = OrderedDict()
+        self._seen = RecentRequests()
         """Requests scored lately: the second call of one (a burst's replicas share it) starts
         keeping its F after per row; a one-off request is not worth the fill."""
 
@@ -110,17 +110,29 @@ class FragScorer:
             grid = np.full((len(rows), snapshot.n_gpus), np.inf)
             grid[pos, slot] = pairs
             return positions, rows, before, grid
-        if len(fit.rows) * 2 >= snapshot.n_nodes and self._again(req):
+        if len(fit.rows) == 1:
+            return self._whole_after_one(snapshot, req, fit)
+        if len(fit.rows) * 2 >= snapshot.n_nodes and self._seen.again(req):
             return self._whole_after_kept(snapshot, req, fit)
         return self._whole_after(snapshot, req, fit)
 
-    def _again(self, req: PlacementRequest) -> bool:
-        seen = req in self._seen
-        self._seen[req] = None
-        self._seen.move_to_end(req)
-        while len(self._seen) > KEPT_REQUESTS:
-            self._seen.popitem(last=False)
-        return seen
+    def _whole_after_one(self, snapshot: ClusterSnapshot, req: PlacementRequest,
+                         fit: FitResult
+                         ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64],
+                                    npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        """``_whole_after`` of a fit of one row, in plain Python (``frag_after_taking``: the
+        vector path's bits): a placement's refreshed row, or the one node a bind scores."""
+        model = self.model()
+        if fit.code.item(0) != Reason.FITS:
+            return (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0),
+                    np.zeros(0))
+        row = int(fit.rows[0])
+        taken = np.flatnonzero(fit.units[0] > 0)[:req.count].tolist()
+        level = model.level_of(int(snapshot.cpu_free[row]) - req.cpu_milli)
+        after = model.frag_after_taking(snapshot, row, level, taken)
+        rows = fit.rows[:1]
+        _, before = model.node_frag_cached(snapshot, rows)
+        return np.zeros(1, dtype=np.int64), rows, before, np.array([after])
 
     def _whole_after_kept(self, snapshot: ClusterSnapshot, req: PlacementRequest,
                           fit: FitResult
@@ -138,16 +150,11 @@ class FragScorer:
         rows = fit.rows[positions]
 
         def compute(snap: ClusterSnapshot, stale: npt.NDArray[np.int64]) -> Derived:
-            fitted = _fit_of_rows(snap, req, fit, stale)
+            fitted = fit_at_rows(snap, req, fit, stale)
             out = np.full(len(stale), np.nan)
-            if len(stale) == 1:  # a placement's row: plain Python, the same bits
-                if fitted.code.item(0) == Reason.FITS:
-                    row = int(stale[0])
-                    taken = np.flatnonzero(fitted.units[0] > 0)[:req.count].tolist()
-                    level = model.level_of(int(snap.cpu_free[row]) - req.cpu_milli)
-                    out[0] = model.frag_after_taking(snap, row, level, taken)
-                return (out,)
-            at, _, _, after = self._whole_after(snap, req, fitted)
+            # a placement's row: plain Python, the same bits
+            at, _, _, after = self._whole_after_one(snap, req, fitted) if len(stale) == 1 \
+                else self._whole_after(snap, req, fitted)
             out[at] = after
             return (out,)
 
@@ -175,8 +182,26 @@ class FragScorer:
         return positions, rows, before, after
 
 
-def _fit_of_rows(snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult,
-                 rows: npt.NDArray[np.int64]) -> FitResult:
+class RecentRequests:
+    """The last ``KEPT_REQUESTS`` request objects asked about (an LRU): a per-row cache fills
+    for a request only when it comes again (a burst's replicas share one), not for a one-off
+    that would evict a kept one."""
+
+    def __init__(self) -> None:
+        self._seen: OrderedDict[PlacementRequest, None] = OrderedDict()
+
+    def again(self, req: PlacementRequest) -> bool:
+        """Whether ``req`` was asked about before; it is remembered from now on."""
+        seen = req in self._seen
+        self._seen[req] = None
+        self._seen.move_to_end(req)
+        while len(self._seen) > KEPT_REQUESTS:
+            self._seen.popitem(last=False)
+        return seen
+
+
+def fit_at_rows(snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult,
+                rows: npt.NDArray[np.int64]) -> FitResult:
     """The fit of a few snapshot ``rows``: sliced out of ``fit`` (the caller's, on this
     snapshot) when it has them all, else computed."""
     if len(rows) * 4 > len(fit.rows):  # the first fill, or many rows: the kernel

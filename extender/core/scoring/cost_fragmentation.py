@@ -147,7 +147,7 @@ import math
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -156,7 +156,12 @@ from extender.config.types import Weight
 from extender.core.fit import FitResult
 from extender.core.fragmentation.leftover import leftover_table
 from extender.core.fragmentation.model import FragModel
-from extender.core.fragmentation.scorer import FragScorer
+from extender.core.fragmentation.scorer import (
+    KEPT_REQUESTS,
+    FragScorer,
+    RecentRequests,
+    fit_at_rows,
+)
 from extender.core.request import PlacementRequest
 from extender.core.rowops import group_starts, row_any
 from extender.core.scoring.base import NodeTerms, ScoreResult, StrategyContext, Term
@@ -166,7 +171,7 @@ from extender.core.scoring.rank import buckets, top_rank_scores
 from extender.core.scoring.scored_memo import ScoredMemo, positions_of
 from extender.core.scoring.snapshot_memo import SnapshotMemo
 from extender.core.workload import gpu_equivalents
-from extender.inventory.snapshot import ClusterSnapshot
+from extender.inventory.snapshot import ClusterSnapshot, Derived, RowCache
 from extender.model import RequestKind
 from extender.units import MILLI
 
@@ -235,6 +240,39 @@ class Terms:
     def at(self, positions: npt.NDArray[np.int64]) -> Terms:
         """These terms at ``positions`` only."""
         return Terms(*(getattr(self, f.name)[positions] for f in fields(self)))
+
+
+@dataclass(frozen=True, eq=False)
+class Local:
+    """The terms of each fitting node that depend on its row alone (``Terms`` less dC and
+    the loss); same meanings as there."""
+
+    rows: npt.NDArray[np.int64]
+    choice: npt.NDArray[np.int16]
+    taken: npt.NDArray[np.float64]
+    delta: npt.NDArray[np.float64]
+    before: npt.NDArray[np.float64]
+    leftover: npt.NDArray[np.float64]
+    stranded: npt.NDArray[np.float64]
+    cpu_stranded: npt.NDArray[np.float64]
+    priority: npt.NDArray[np.int64]
+    idle: npt.NDArray[np.int64]
+    bill: npt.NDArray[np.int64]
+
+
+KEPT_FIELDS = ("delta", "taken", "before", "stranded", "cpu_stranded", "priority", "idle",
+               "bill")
+"""What ``_kept_local`` keeps per row (a whole-GPU request: no GPU choice, no leftover);
+``delta`` first: NaN marks a row kept without a value (it did not fit)."""
+
+SHARES = (RequestKind.FRACTION, RequestKind.VRAM)
+"""One-GPU shares: scored GPU by GPU (``_share``), not kept per row."""
+
+
+def _gain(before: float, after: float) -> float:
+    """``np.maximum(0.0, after) - np.maximum(0.0, before)`` of one value, with numpy's bits
+    (``np.maximum(a, b)`` is ``a if a > b else b``: ``np.maximum(0.0, -0.0)`` is ``-0.0``)."""
+    return (0.0 if after < 0.0 else after) - (0.0 if before < 0.0 else before)
 
 
 Keys = list[tuple[str, npt.NDArray[np.int64]]]
@@ -312,6 +350,9 @@ class CostFragmentation:
         """``W`` of ``_leftover_model``'s shares, built on first use (``_leftover_table``)."""
         self._claim_model: FragModel | None = None
         self._demand = np.zeros(0)
+        self._seen = RecentRequests()
+        self._kept = RowCache(max_keys=KEPT_REQUESTS)
+        """``_kept_local``'s values per row, per (model, request object, inventory)."""
         self.scored: ScoredMemo[tuple[Terms, Keys]] = ScoredMemo()
         """The last calls' terms and keys, for ``explain`` of the same call."""
         self.per_snapshot: SnapshotMemo[SnapshotValues] = SnapshotMemo(SnapshotValues)
@@ -393,9 +434,22 @@ class CostFragmentation:
 
     def terms(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult
               ) -> Terms:
-        """Everything the keys are made of, per fitting node."""
+        """Everything the keys are made of, per fitting node: the terms of each node alone
+        (``_local``; for a whole-GPU request asked again, kept per row: ``_kept_local``), then
+        the terms that read the whole cluster (dC) and the loss."""
+        local = None
+        if req.kind not in SHARES and len(fit.rows) * 2 >= snapshot.n_nodes and \
+                self._seen.again(req):
+            local = self._kept_local(snapshot, req, fit)
+        if local is None:
+            local = self._local(snapshot, req, fit)
+        return self._assemble(snapshot, local)
+
+    def _local(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult
+               ) -> Local:
+        """The terms of each fitting node that depend on that node's row alone."""
         leftover = None
-        if req.kind in (RequestKind.FRACTION, RequestKind.VRAM):
+        if req.kind in SHARES:
             rows, delta, choice, taken, before, leftover = self._share(snapshot, req, fit)
         else:
             positions, rows, before, after = self.frag.frag_after(snapshot, req, fit)
@@ -406,11 +460,105 @@ class CostFragmentation:
         stranded = self.memory_weight * self._stranded(snapshot, req, rows, taken)
         if leftover is None:
             leftover = np.zeros(len(rows))
-        loss = delta + leftover + stranded
         cpu_stranded = np.zeros(len(rows))
         if self.cpu_weight:
             cpu_stranded = self.cpu_weight * self._cpu_stranded(snapshot, req, rows, taken)
-            loss = loss + cpu_stranded
+        priority, idle, bill = self._row_keys(snapshot, rows)
+        return Local(rows, choice, taken, delta, before, leftover, stranded, cpu_stranded,
+                     priority, idle, bill)
+
+    def _kept_local(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult
+                    ) -> Local | None:
+        """``_local`` of a whole-GPU request from values kept per row: a node's terms are a
+        function of its row (and of the request, the model, the workload's memory per GPU),
+        so a placement, which changes one row, costs one row's terms, not the cluster's
+        (issue 22: a burst's replicas ask the same request). ``None`` where a row the
+        caller's fit passes has no kept value (``fit_at_rows`` judges without the CPU
+        check, which only ever removes rows): the caller computes them all then.
+
+        Every value is computed by ``_local`` itself, on the changed rows only, and every
+        term is row-local with sums in a fixed order (``row_sum_in_order``), so the kept
+        values have the bits a computation over every row gives
+        (``tests/core/test_kept_terms.py``)."""
+        positions = np.flatnonzero(fit.fits)
+        rows = fit.rows[positions]
+
+        def compute(snap: ClusterSnapshot, stale: npt.NDArray[np.int64]) -> Derived:
+            fitted = fit_at_rows(snap, req, fit, stale)
+            local = self._local_one(snap, req, fitted) if len(stale) == 1 else \
+                self._local(snap, req, fitted)
+            at = np.searchsorted(stale, local.rows) if len(local.rows) else local.rows
+            out: list[npt.NDArray[Any]] = []
+            for name in KEPT_FIELDS:
+                values = getattr(local, name)
+                array = np.full(len(stale), np.nan) if values.dtype.kind == "f" else \
+                    np.zeros(len(stale), dtype=values.dtype)
+                array[at] = values
+                out.append(array)
+            return tuple(out)
+
+        key = (self.frag.model(), req, bool(snapshot.node_dra.shape[0]), snapshot.cache,
+               self.context.workload.memory_per_gpu())
+        kept = self._kept.use(key, snapshot, compute,
+                              lambda arrays: tuple(a.take(rows) for a in arrays))
+        values = dict(zip(KEPT_FIELDS, kept, strict=True))
+        if np.isnan(values["delta"]).any():
+            return None
+        n = len(rows)
+        return Local(rows=rows, choice=np.full(n, -1, dtype=np.int16),
+                     leftover=np.zeros(n), **values)
+
+    def _local_one(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult
+                   ) -> Local:
+        """``_local`` of a whole-GPU request on a fit of one row (a placement's refresh):
+        dS, dP and what the pod takes in plain Python, the same IEEE operations in the same
+        order as the vector path (``np.maximum(a, b)`` is ``a if a > b else b``, signed zeros
+        included), so the same bits (``tests/core/test_kept_terms.py``); some forty numpy
+        calls of fixed cost fewer per pod of a burst."""
+        positions, rows, before, after = self.frag.frag_after(snapshot, req, fit)
+        if len(rows) == 0:
+            return self._local(snapshot, req, fit)
+        row = int(rows[0])
+        if req.kind is RequestKind.MIG:
+            taken = float(unit_take(snapshot, req, rows, fit.units[positions])[0]) * req.count
+        else:  # one unit is a GPU, or a time-slice replica of it
+            ways = 0
+            for has, replicas in zip(fit.units[0].tolist(), snapshot.replicas[row].tolist(),
+                                     strict=True):
+                if has > 0:
+                    ways = max(ways, replicas if replicas > 1 else 1)
+            taken = (1.0 / ways if ways > 0 else 0.0) * req.count
+        held, count = used_total(snapshot, rows)
+        free = float(count.item(0)) - held.item(0)
+        gain = 0.0  # the weight times 0 where the vector path returns zeros
+        per_gpu = self.context.workload.memory_per_gpu()
+        if per_gpu and self.memory_weight != 0:
+            memory = float(snapshot.memory_free.item(row))
+            gain = _gain(free - memory / per_gpu,
+                         free - taken - (memory - req.memory_mib) / per_gpu)
+        stranded = self.memory_weight * gain
+        cpu_stranded = 0.0
+        if self.cpu_weight:
+            gain = 0.0
+            if self._gpu_cpu_per_gpu() > 0:
+                cpu = float(snapshot.cpu_free.item(row))
+                gain = _gain(free - cpu / self._gpu_cpu,
+                             free - taken - (cpu - req.cpu_milli) / self._gpu_cpu)
+            cpu_stranded = self.cpu_weight * gain
+        priority, idle, bill = self._row_keys(snapshot, rows)
+        frag_before, frag_after = before.item(0), after.item(0)
+        return Local(rows=rows, choice=np.full(1, -1, dtype=np.int16),
+                     taken=np.array([taken]), delta=np.array([(frag_after - frag_before) / MILLI]),
+                     before=np.array([frag_before / MILLI]), leftover=np.zeros(1),
+                     stranded=np.array([stranded]), cpu_stranded=np.array([cpu_stranded]),
+                     priority=priority, idle=idle, bill=bill)
+
+    def _assemble(self, snapshot: ClusterSnapshot, local: Local) -> Terms:
+        """The loss from the row-local terms and dC (the cluster's free GPUs by type)."""
+        rows, choice, taken = local.rows, local.choice, local.taken
+        loss = local.delta + local.leftover + local.stranded
+        if self.cpu_weight:
+            loss = loss + local.cpu_stranded
         claim = np.zeros(len(rows))
         if self.claim_weight:
             claim = self.claim_weight * taken * self._claims(snapshot)[
@@ -418,9 +566,9 @@ class CostFragmentation:
             loss = loss + claim
         if self.cost_weight:
             loss = loss * self._price_ratio(snapshot, rows, choice) ** self.cost_weight
-        priority, idle, bill = self._row_keys(snapshot, rows)
-        return Terms(rows, choice, taken, loss, idle, priority, delta, stranded, claim, before,
-                     bill, cpu_stranded, leftover)
+        return Terms(rows, choice, taken, loss, local.idle, local.priority, local.delta,
+                     local.stranded, claim, local.before, local.bill, local.cpu_stranded,
+                     local.leftover)
 
     def _share(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult
                ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64],
@@ -500,19 +648,23 @@ class CostFragmentation:
 
         The node order is the salted CRC-32 of the node's name; idle is 1 where no GPU of the
         node holds a pod; the bill is the node's $/h in thousandths (``node_price``)."""
-        salt = self.salt
+        order, idle, bill = snapshot.cache.derive(("strategy-rows", self.salt), snapshot,
+                                                  self._row_keys_of, rows)
+        return order, idle, bill
 
-        def compute(snap: ClusterSnapshot, changed: npt.NDArray[np.int64]
-                    ) -> tuple[npt.NDArray[np.int64], ...]:
-            names = snap.node_names
-            order = np.fromiter((zlib.crc32(names[r].encode(), salt) for r in changed.tolist()),
-                                dtype=np.int64, count=len(changed))
-            idle = (~row_any(snap.pods[changed] > 0)).astype(np.int64)
-            bill = np.round(node_price(snap, changed) * 1000).astype(np.int64)
-            return order, idle, bill
-
-        order, idle, bill = snapshot.cache.derive(("strategy-rows", salt), snapshot, compute,
-                                                  rows)
+    def _row_keys_of(self, snapshot: ClusterSnapshot, changed: npt.NDArray[np.int64]
+                     ) -> tuple[npt.NDArray[np.int64], ...]:
+        """``_row_keys`` computed (the cache's function of ``changed`` rows)."""
+        bill = np.round(node_price(snapshot, changed) * 1000).astype(np.int64)
+        if len(changed) == 1:  # a placement's row: no vector calls of fixed cost
+            row = int(changed[0])
+            busy = any(pods > 0 for pods in snapshot.pods[row].tolist())
+            return (np.array([zlib.crc32(snapshot.node_names[row].encode(), self.salt)],
+                             dtype=np.int64), np.array([0 if busy else 1], dtype=np.int64), bill)
+        names = snapshot.node_names
+        order = np.fromiter((zlib.crc32(names[r].encode(), self.salt)
+                             for r in changed.tolist()), dtype=np.int64, count=len(changed))
+        idle = (~row_any(snapshot.pods[changed] > 0)).astype(np.int64)
         return order, idle, bill
 
     def _stranded(self, snapshot: ClusterSnapshot, req: PlacementRequest,
@@ -536,13 +688,7 @@ class CostFragmentation:
         """(n,) dP: GPUs the placement leaves without the CPU their pods would need, as dS
         for memory: P_n = max(0, free GPUs of n - free CPU of n / c), c = the CPU the mix's
         GPU shapes ask per GPU (cached per model)."""
-        model = self.frag.model()
-        if self._gpu_cpu_model is not model:
-            gpu_shapes = [(s, w) for s, w in model.shapes.items() if gpu_equivalents(s) > 0]
-            gpus = sum(w * gpu_equivalents(s) for s, w in gpu_shapes)
-            self._gpu_cpu = sum(w * s.cpu_milli for s, w in gpu_shapes) / gpus if gpus else 0.0
-            self._gpu_cpu_model = model
-        if self._gpu_cpu <= 0:
+        if self._gpu_cpu_per_gpu() <= 0:
             return np.zeros(len(rows))
         held, count = used_total(snapshot, rows)
         free = count - held
@@ -551,6 +697,16 @@ class CostFragmentation:
         after = np.maximum(0.0, free - taken - (cpu - req.cpu_milli) / self._gpu_cpu)
         out: npt.NDArray[np.float64] = after - before
         return out
+
+    def _gpu_cpu_per_gpu(self) -> float:
+        """c: the CPU the mix's GPU shapes ask per GPU (cached per model; 0: none ask)."""
+        model = self.frag.model()
+        if self._gpu_cpu_model is not model:
+            gpu_shapes = [(s, w) for s, w in model.shapes.items() if gpu_equivalents(s) > 0]
+            gpus = sum(w * gpu_equivalents(s) for s, w in gpu_shapes)
+            self._gpu_cpu = sum(w * s.cpu_milli for s, w in gpu_shapes) / gpus if gpus else 0.0
+            self._gpu_cpu_model = model
+        return self._gpu_cpu
 
     def _cpu_to_spare(self, snapshot: ClusterSnapshot) -> bool:
         """The mix's CPU per GPU (typical shapes, CPU-only pods included) is at most
