@@ -29,11 +29,12 @@ service's memo counters are printed after each size.
 
 ``--burst``: what one pod of a burst costs the verbs, as ``bench_scheduler.py`` drives them
 but without the control plane: N nodes x 8 T4 (empty), ``--cycles`` one-GPU pods of one
-Deployment, each filtered on every node (the names shuffled per call: kube-scheduler lists
-the feasible nodes in the order its parallel filters finish), prioritized on the names the
-exact cut kept (its cluster facts known: no taints, Services or affinity) and bound to the
-best (offline, so the binding is applied to the inventory at once: each pod changes the row
-of the one before, as in the burst). Median thread CPU per call, after ``--warmup`` pods.
+Deployment, each filtered on the nodes with a GPU left (what kube-scheduler's own filters
+pass; shuffled per call: it lists them in the order its parallel filters finish),
+prioritized on the names the exact cut kept (its cluster facts known: no taints, Services or
+affinity) and bound to the best (offline, so the binding is applied to the inventory at
+once: each pod changes the row of the one before, as in the burst). Median thread CPU per
+call, after ``--warmup`` pods.
 
 Cluster: per 10 nodes, 3 L4 x8, 2 T4 x4, 1 A10G x4, 1 A100-80GB x8 (protected), 1 A100-80GB
 x8 with dynamic MIG (node agent annotation), 1 A100-80GB with mixed-strategy MIG (allocatable
@@ -454,12 +455,13 @@ def burst(n_nodes: int, pods: int, warmup: int) -> JSON:
     service._offline_objects = parse_cluster_document(cluster)
     service.start()
     verbs, clock = service.verbs, time.thread_time_ns
-    names = [item["metadata"]["name"] for item in cluster["items"]]
+    free = {item["metadata"]["name"]: 8 for item in cluster["items"]}
     order = random.Random(7)
     spent: dict[str, list[int]] = {"filter": [], "prioritize": [], "bind": []}
     kept = 0
     for i in range(warmup + pods):
         pod = burst_pod(i)
+        names = [name for name, gpus in free.items() if gpus]  # NodeResourcesFit's pass
         order.shuffle(names)
         body = orjson.dumps({"Pod": pod, "Nodes": None, "NodeNames": names})
         started = clock()
@@ -478,6 +480,7 @@ def burst(n_nodes: int, pods: int, warmup: int) -> JSON:
         ended = clock()
         if orjson.loads(bound.body)["Error"]:
             raise SystemExit(f"bind failed: {bound.body!r}")
+        free[best] -= 1
         if i >= warmup:
             spent["filter"].append(filtered - started)
             spent["prioritize"].append(prioritized - before_prioritize)
