@@ -25,7 +25,7 @@ from extender.core.scoring.cost_fragmentation import (
     Terms,
     _gain,
 )
-from extender.core.workload import WorkloadMix
+from extender.core.workload import Shape, WorkloadMix
 from extender.inventory import ClusterSnapshot
 from extender.model import PodKey, RequestKind
 from tests.core.helpers import (
@@ -90,6 +90,9 @@ def test_kept_terms_equal_fresh_terms_through_placements_and_changes(
             got = strategy.terms(snap, preq, result)
             want = strategy._assemble(snap, local(snap, preq, result))
             assert_same_bits(got, want)
+        # a placed pod teaches the mix its memory: dS's memory per GPU moves on every step,
+        # which must not cost the kept values (only the model's version would)
+        context.workload.observe(Shape(gpus=1), memory_mib=int(rng.integers(1, 200_000)))
         if step % 4 == 3:
             random_change(rng, inv, step)  # several rows, a row added, a hole
         else:  # one pod placed, as between two pods of a burst: one row changes

@@ -258,12 +258,16 @@ class Local:
     priority: npt.NDArray[np.int64]
     idle: npt.NDArray[np.int64]
     bill: npt.NDArray[np.int64]
+    free: npt.NDArray[np.float64]
+    """GPU-equivalents not held on the node (dS and dP start from it)."""
 
 
-KEPT_FIELDS = ("delta", "taken", "before", "stranded", "cpu_stranded", "priority", "idle",
+KEPT_FIELDS = ("delta", "taken", "before", "free", "cpu_stranded", "priority", "idle",
                "bill")
 """What ``_kept_local`` keeps per row (a whole-GPU request: no GPU choice, no leftover);
-``delta`` first: NaN marks a row kept without a value (it did not fit)."""
+``delta`` first: NaN marks a row kept without a value (it did not fit). Not dS: it reads the
+workload's memory per GPU, which every placed pod with memory moves (``WorkloadMix``), so it
+is worked out per call from the kept free GPUs."""
 
 SHARES = (RequestKind.FRACTION, RequestKind.VRAM)
 """One-GPU shares: scored GPU by GPU (``_share``), not kept per row."""
@@ -457,22 +461,26 @@ class CostFragmentation:
             before = before / MILLI
             choice = np.full(len(rows), -1, dtype=np.int16)
             taken = unit_take(snapshot, req, rows, fit.units[positions]) * req.count
-        stranded = self.memory_weight * self._stranded(snapshot, req, rows, taken)
+        held, count = used_total(snapshot, rows)
+        free = count - held
+        stranded = self.memory_weight * self._stranded(snapshot, req, rows, taken, free)
         if leftover is None:
             leftover = np.zeros(len(rows))
         cpu_stranded = np.zeros(len(rows))
         if self.cpu_weight:
-            cpu_stranded = self.cpu_weight * self._cpu_stranded(snapshot, req, rows, taken)
+            cpu_stranded = self.cpu_weight * self._cpu_stranded(snapshot, req, rows, taken,
+                                                                free)
         priority, idle, bill = self._row_keys(snapshot, rows)
         return Local(rows, choice, taken, delta, before, leftover, stranded, cpu_stranded,
-                     priority, idle, bill)
+                     priority, idle, bill, free)
 
     def _kept_local(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult
                     ) -> Local | None:
         """``_local`` of a whole-GPU request from values kept per row: a node's terms are a
-        function of its row (and of the request, the model, the workload's memory per GPU),
-        so a placement, which changes one row, costs one row's terms, not the cluster's
-        (issue 22: a burst's replicas ask the same request). ``None`` where a row the
+        function of its row (and of the request and the model), so a placement, which changes
+        one row, costs one row's terms, not the cluster's (issue 22: a burst's replicas ask
+        the same request). dS is worked out per call from the kept free GPUs: the workload's
+        memory per GPU it reads moves with every placed pod. ``None`` where a row the
         caller's fit passes has no kept value (``fit_at_rows`` judges without the CPU
         check, which only ever removes rows): the caller computes them all then.
 
@@ -497,16 +505,17 @@ class CostFragmentation:
                 out.append(array)
             return tuple(out)
 
-        key = (self.frag.model(), req, bool(snapshot.node_dra.shape[0]), snapshot.cache,
-               self.context.workload.memory_per_gpu())
+        key = (self.frag.model(), req, bool(snapshot.node_dra.shape[0]), snapshot.cache)
         kept = self._kept.use(key, snapshot, compute,
                               lambda arrays: tuple(a.take(rows) for a in arrays))
         values = dict(zip(KEPT_FIELDS, kept, strict=True))
         if np.isnan(values["delta"]).any():
             return None
         n = len(rows)
-        return Local(rows=rows, choice=np.full(n, -1, dtype=np.int16),
-                     leftover=np.zeros(n), **values)
+        stranded = self.memory_weight * self._stranded(snapshot, req, rows, values["taken"],
+                                                       values["free"])
+        return Local(rows=rows, choice=np.full(n, -1, dtype=np.int16), leftover=np.zeros(n),
+                     stranded=stranded, **values)
 
     def _local_one(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult
                    ) -> Local:
@@ -551,7 +560,7 @@ class CostFragmentation:
                      taken=np.array([taken]), delta=np.array([(frag_after - frag_before) / MILLI]),
                      before=np.array([frag_before / MILLI]), leftover=np.zeros(1),
                      stranded=np.array([stranded]), cpu_stranded=np.array([cpu_stranded]),
-                     priority=priority, idle=idle, bill=bill)
+                     priority=priority, idle=idle, bill=bill, free=np.array([free]))
 
     def _assemble(self, snapshot: ClusterSnapshot, local: Local) -> Terms:
         """The loss from the row-local terms and dC (the cluster's free GPUs by type)."""
@@ -668,14 +677,13 @@ class CostFragmentation:
         return order, idle, bill
 
     def _stranded(self, snapshot: ClusterSnapshot, req: PlacementRequest,
-                  rows: npt.NDArray[np.int64], taken: npt.NDArray[np.float64]
-                  ) -> npt.NDArray[np.float64]:
-        """(n,) dS: GPUs the placement leaves without the memory their pods would need."""
+                  rows: npt.NDArray[np.int64], taken: npt.NDArray[np.float64],
+                  free: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+        """(n,) dS: GPUs the placement leaves without the memory their pods would need
+        (``free``: the GPU-equivalents not held on each node)."""
         per_gpu = self.context.workload.memory_per_gpu()
         if not per_gpu or self.memory_weight == 0:
             return np.zeros(len(rows))
-        held, count = used_total(snapshot, rows)
-        free = count - held
         memory = snapshot.memory_free[rows].astype(np.float64)
         before = np.maximum(0.0, free - memory / per_gpu)
         after = np.maximum(0.0, free - taken - (memory - req.memory_mib) / per_gpu)
@@ -683,15 +691,13 @@ class CostFragmentation:
         return out
 
     def _cpu_stranded(self, snapshot: ClusterSnapshot, req: PlacementRequest,
-                      rows: npt.NDArray[np.int64], taken: npt.NDArray[np.float64]
-                      ) -> npt.NDArray[np.float64]:
+                      rows: npt.NDArray[np.int64], taken: npt.NDArray[np.float64],
+                      free: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
         """(n,) dP: GPUs the placement leaves without the CPU their pods would need, as dS
         for memory: P_n = max(0, free GPUs of n - free CPU of n / c), c = the CPU the mix's
         GPU shapes ask per GPU (cached per model)."""
         if self._gpu_cpu_per_gpu() <= 0:
             return np.zeros(len(rows))
-        held, count = used_total(snapshot, rows)
-        free = count - held
         cpu = snapshot.cpu_free[rows].astype(np.float64)
         before = np.maximum(0.0, free - cpu / self._gpu_cpu)
         after = np.maximum(0.0, free - taken - (cpu - req.cpu_milli) / self._gpu_cpu)
