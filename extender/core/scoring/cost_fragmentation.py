@@ -244,8 +244,8 @@ class Terms:
 
 @dataclass(frozen=True, eq=False)
 class Local:
-    """The terms of each fitting node that depend on its row alone (``Terms`` less dC and
-    the loss); same meanings as there."""
+    """The terms of each fitting node that depend on its row alone (``Terms`` less dS, dC
+    and the loss); same meanings as there."""
 
     rows: npt.NDArray[np.int64]
     choice: npt.NDArray[np.int16]
@@ -253,7 +253,6 @@ class Local:
     delta: npt.NDArray[np.float64]
     before: npt.NDArray[np.float64]
     leftover: npt.NDArray[np.float64]
-    stranded: npt.NDArray[np.float64]
     cpu_stranded: npt.NDArray[np.float64]
     priority: npt.NDArray[np.int64]
     idle: npt.NDArray[np.int64]
@@ -265,18 +264,10 @@ class Local:
 KEPT_FIELDS = ("delta", "taken", "before", "free", "cpu_stranded", "priority", "idle",
                "bill")
 """What ``_kept_local`` keeps per row (a whole-GPU request: no GPU choice, no leftover);
-``delta`` first: NaN marks a row kept without a value (it did not fit). Not dS: it reads the
-workload's memory per GPU, which every placed pod with memory moves (``WorkloadMix``), so it
-is worked out per call from the kept free GPUs."""
+``delta`` first: NaN marks a row kept without a value (it did not fit)."""
 
 SHARES = (RequestKind.FRACTION, RequestKind.VRAM)
 """One-GPU shares: scored GPU by GPU (``_share``), not kept per row."""
-
-
-def _gain(before: float, after: float) -> float:
-    """``np.maximum(0.0, after) - np.maximum(0.0, before)`` of one value, with numpy's bits
-    (``np.maximum(a, b)`` is ``a if a > b else b``: ``np.maximum(0.0, -0.0)`` is ``-0.0``)."""
-    return (0.0 if after < 0.0 else after) - (0.0 if before < 0.0 else before)
 
 
 Keys = list[tuple[str, npt.NDArray[np.int64]]]
@@ -440,14 +431,15 @@ class CostFragmentation:
               ) -> Terms:
         """Everything the keys are made of, per fitting node: the terms of each node alone
         (``_local``; for a whole-GPU request asked again, kept per row: ``_kept_local``), then
-        the terms that read the whole cluster (dC) and the loss."""
+        dS (it reads the workload's memory per GPU, which every placed pod that asks memory
+        moves), dC (the cluster's free GPUs by type) and the loss."""
         local = None
         if req.kind not in SHARES and len(fit.rows) * 2 >= snapshot.n_nodes and \
                 self._seen.again(req):
             local = self._kept_local(snapshot, req, fit)
         if local is None:
             local = self._local(snapshot, req, fit)
-        return self._assemble(snapshot, local)
+        return self._assemble(snapshot, req, local)
 
     def _local(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult
                ) -> Local:
@@ -463,7 +455,6 @@ class CostFragmentation:
             taken = unit_take(snapshot, req, rows, fit.units[positions]) * req.count
         held, count = used_total(snapshot, rows)
         free = count - held
-        stranded = self.memory_weight * self._stranded(snapshot, req, rows, taken, free)
         if leftover is None:
             leftover = np.zeros(len(rows))
         cpu_stranded = np.zeros(len(rows))
@@ -471,30 +462,27 @@ class CostFragmentation:
             cpu_stranded = self.cpu_weight * self._cpu_stranded(snapshot, req, rows, taken,
                                                                 free)
         priority, idle, bill = self._row_keys(snapshot, rows)
-        return Local(rows, choice, taken, delta, before, leftover, stranded, cpu_stranded,
-                     priority, idle, bill, free)
+        return Local(rows, choice, taken, delta, before, leftover, cpu_stranded, priority,
+                     idle, bill, free)
 
     def _kept_local(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult
                     ) -> Local | None:
         """``_local`` of a whole-GPU request from values kept per row: a node's terms are a
         function of its row (and of the request and the model), so a placement, which changes
         one row, costs one row's terms, not the cluster's (issue 22: a burst's replicas ask
-        the same request). dS is worked out per call from the kept free GPUs: the workload's
-        memory per GPU it reads moves with every placed pod. ``None`` where a row the
+        the same request). ``None`` where a row the
         caller's fit passes has no kept value (``fit_at_rows`` judges without the CPU
         check, which only ever removes rows): the caller computes them all then.
 
-        Every value is computed by ``_local`` itself, on the changed rows only, and every
-        term is row-local with sums in a fixed order (``row_sum_in_order``), so the kept
-        values have the bits a computation over every row gives
-        (``tests/core/test_kept_terms.py``)."""
+        Every value is computed by ``_local`` itself, on the changed rows only (a placement's
+        one row through the kernels' plain-Python paths), and every term is row-local with
+        sums in a fixed order (``row_sum_in_order``), so the kept values have the bits a
+        computation over every row gives (``tests/core/test_kept_terms.py``)."""
         positions = np.flatnonzero(fit.fits)
         rows = fit.rows[positions]
 
         def compute(snap: ClusterSnapshot, stale: npt.NDArray[np.int64]) -> Derived:
-            fitted = fit_at_rows(snap, req, fit, stale)
-            local = self._local_one(snap, req, fitted) if len(stale) == 1 else \
-                self._local(snap, req, fitted)
+            local = self._local(snap, req, fit_at_rows(snap, req, fit, stale))
             at = np.searchsorted(stale, local.rows) if len(local.rows) else local.rows
             out: list[npt.NDArray[Any]] = []
             for name in KEPT_FIELDS:
@@ -512,60 +500,15 @@ class CostFragmentation:
         if np.isnan(values["delta"]).any():
             return None
         n = len(rows)
-        stranded = self.memory_weight * self._stranded(snapshot, req, rows, values["taken"],
-                                                       values["free"])
         return Local(rows=rows, choice=np.full(n, -1, dtype=np.int16), leftover=np.zeros(n),
-                     stranded=stranded, **values)
+                     **values)
 
-    def _local_one(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult
-                   ) -> Local:
-        """``_local`` of a whole-GPU request on a fit of one row (a placement's refresh):
-        dS, dP and what the pod takes in plain Python, the same IEEE operations in the same
-        order as the vector path (``np.maximum(a, b)`` is ``a if a > b else b``, signed zeros
-        included), so the same bits (``tests/core/test_kept_terms.py``); some forty numpy
-        calls of fixed cost fewer per pod of a burst."""
-        positions, rows, before, after = self.frag.frag_after(snapshot, req, fit)
-        if len(rows) == 0:
-            return self._local(snapshot, req, fit)
-        row = int(rows[0])
-        if req.kind is RequestKind.MIG:
-            taken = float(unit_take(snapshot, req, rows, fit.units[positions])[0]) * req.count
-        else:  # one unit is a GPU, or a time-slice replica of it
-            ways = 0
-            for has, replicas in zip(fit.units[0].tolist(), snapshot.replicas[row].tolist(),
-                                     strict=True):
-                if has > 0:
-                    ways = max(ways, replicas if replicas > 1 else 1)
-            taken = (1.0 / ways if ways > 0 else 0.0) * req.count
-        held, count = used_total(snapshot, rows)
-        free = float(count.item(0)) - held.item(0)
-        gain = 0.0  # the weight times 0 where the vector path returns zeros
-        per_gpu = self.context.workload.memory_per_gpu()
-        if per_gpu and self.memory_weight != 0:
-            memory = float(snapshot.memory_free.item(row))
-            gain = _gain(free - memory / per_gpu,
-                         free - taken - (memory - req.memory_mib) / per_gpu)
-        stranded = self.memory_weight * gain
-        cpu_stranded = 0.0
-        if self.cpu_weight:
-            gain = 0.0
-            if self._gpu_cpu_per_gpu() > 0:
-                cpu = float(snapshot.cpu_free.item(row))
-                gain = _gain(free - cpu / self._gpu_cpu,
-                             free - taken - (cpu - req.cpu_milli) / self._gpu_cpu)
-            cpu_stranded = self.cpu_weight * gain
-        priority, idle, bill = self._row_keys(snapshot, rows)
-        frag_before, frag_after = before.item(0), after.item(0)
-        return Local(rows=rows, choice=np.full(1, -1, dtype=np.int16),
-                     taken=np.array([taken]), delta=np.array([(frag_after - frag_before) / MILLI]),
-                     before=np.array([frag_before / MILLI]), leftover=np.zeros(1),
-                     stranded=np.array([stranded]), cpu_stranded=np.array([cpu_stranded]),
-                     priority=priority, idle=idle, bill=bill, free=np.array([free]))
-
-    def _assemble(self, snapshot: ClusterSnapshot, local: Local) -> Terms:
-        """The loss from the row-local terms and dC (the cluster's free GPUs by type)."""
+    def _assemble(self, snapshot: ClusterSnapshot, req: PlacementRequest, local: Local
+                  ) -> Terms:
+        """The loss from the row-local terms, dS and dC."""
         rows, choice, taken = local.rows, local.choice, local.taken
-        loss = local.delta + local.leftover + local.stranded
+        stranded = self.memory_weight * self._stranded(snapshot, req, rows, taken, local.free)
+        loss = local.delta + local.leftover + stranded
         if self.cpu_weight:
             loss = loss + local.cpu_stranded
         claim = np.zeros(len(rows))
@@ -576,7 +519,7 @@ class CostFragmentation:
         if self.cost_weight:
             loss = loss * self._price_ratio(snapshot, rows, choice) ** self.cost_weight
         return Terms(rows, choice, taken, loss, local.idle, local.priority, local.delta,
-                     local.stranded, claim, local.before, local.bill, local.cpu_stranded,
+                     stranded, claim, local.before, local.bill, local.cpu_stranded,
                      local.leftover)
 
     def _share(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult
