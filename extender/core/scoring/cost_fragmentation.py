@@ -9,14 +9,16 @@ Details: for each fitting node ``n`` (for a one-GPU share: each GPU of ``n`` it 
     dC    = g x claim(t)                  typed demand displaced: g GPUs of type t taken,
             claim(t) = clip(2 d_t / f_t - 1, 0, 1), d_t the share of the typical GPU demand
             that names t, f_t t's share of the free GPUs (``_claims``)
-    dP    = P_n(after) - P_n(before)      GPUs stranded by CPU (``cpuWeight``, default 1), with
+    dP    = P_n(after) - P_n(before)      GPUs stranded by CPU (``cpuWeight``, default 1.5), with
             P_n = max(0, free GPUs of n - free CPU of n / c)
             c   = CPU the typical GPU shapes ask per GPU (CPU-only shapes left out)
     dW    = W(x - s) - W(x)               a one-GPU share only (``gapWeight``, default 2): what
             it leaves on its GPU (x thousandths free, s taken) that no sum of the mix's
             share sizes fills, W = 0 before on a whole free GPU (``fragmentation.leftover``);
             a size fills only if >= ``gapFillers`` (0.03) of the one-GPU share pods ask it
-    loss  = (dF + dS + dC + dP + dW) x (p_t / p_mean) ^ w   GPUs (w = 0, default) or GPU-$ (1)
+    loss  = (dF + a dS + dC + b dP + c dW) x (p_t / p_mean) ^ w   GPUs (w = 0, default) or
+                                          GPU-$ (1); a = ``memoryWeight`` (1.5), b =
+                                          ``cpuWeight`` (1.5), c = ``gapWeight`` (2)
     key   = ( ceil(loss / 0.04),          fragmentation first, at FGD's resolution
               0 if n holds a GPU pod else 1,  consolidate: open an idle node only if better
               p_t  if the pod itself names types of different prices; else, with
@@ -75,6 +77,15 @@ full tables are in benchmarks/README.md; FGD 4.87 % on the default trace):
   bill at 25 / 50 / 75 % arrived goes from 0.79 / 0.84 / 0.87 to 0.87 / 0.97 / 0.99 x FGD's on
   the default trace (CPU-rich nodes open earlier); ``cpuWeight: 0`` restores the old choice,
   0.5 chooses almost as 1 (4.27 %).
+  Weights 1.5 on dS and dP (thirteenth session of issue 27; 1 before): a GPU stranded by
+  memory or CPU is lost for as long as the node's pods stay, while dF is an expectation over
+  the typical shapes, which later pods may still fill, so a sure loss is priced above an
+  expected one. Screened on seeds 42-44 of the six traces then nearest 0.8 x FGD (cpu0,
+  cpu050, gpushare20, gpuspec05, multigpu20/50), mean change in unallocated % against the
+  shipped weights: ``memoryWeight`` and ``cpuWeight`` 1.5 -0.027 points (better on 5 of 6),
+  the same with ``gapWeight: 3`` -0.028, ``fragResolution: 0.03`` -0.007, ``gapWeight``
+  3 / 4 alone -0.011 / -0.009; the simplest of the best two shipped. Ten seeds of all 20
+  traces: benchmarks/README.md, issue 27, thirteenth session.
 - dW (issue 27, seventh session): at 100 % arrived on the default trace (seed 42) no GPU is
   whole and the 4.28 % unallocated is all slices beside shares: 3.09 points in the 1,014 GPUs
   with 0.15-0.20 free (a 0.81-GPU pod's 0.19, which only the few 0.16-GPU pods fit), 1.19 in the
@@ -179,8 +190,11 @@ RESOLUTION = 0.04
 """GPUs per fragmentation bucket: one point of FGD's ``floor(100 sigmoid(-dF))`` near 0."""
 CLAIM_FLOOR = 0.5
 """Typed demand below half of a type's share of the free GPUs claims none of it."""
-CPU_WEIGHT = 1.0
+CPU_WEIGHT = 1.5
 """Default of ``weights.cpuWeight`` (the measurements: the dP bullet of the module docstring)."""
+MEMORY_WEIGHT = 1.5
+"""Default of ``weights.memoryWeight`` (the measurements: the dP bullet of the module
+docstring)."""
 GAP_WEIGHT = 2.0
 """Default of ``weights.gapWeight`` (the measurements: the dW bullet of the module docstring)."""
 GAP_FILLERS = 0.03
@@ -288,7 +302,7 @@ WEIGHTS: Mapping[str, Weight] = {
     "costWeight": Weight(0.0, 0.0, 4.0, "w: the loss is multiplied by (p_t / p_mean) ^ w "
                          "(0: GPUs, 1: GPU-dollars)"),
     "fragResolution": Weight(RESOLUTION, 1e-6, 8.0, "GPUs per fragmentation bucket"),
-    "memoryWeight": Weight(1.0, 0.0, math.inf, "factor on dS (GPUs stranded by memory)"),
+    "memoryWeight": Weight(MEMORY_WEIGHT, 0.0, math.inf, "factor on dS (GPUs stranded by memory)"),
     "cpuWeight": Weight(CPU_WEIGHT, 0.0, math.inf, "factor on dP (GPUs stranded by CPU: "
                         "free GPUs beyond the node's free CPU over the GPU pods' CPU per "
                         "GPU); 0: off"),
