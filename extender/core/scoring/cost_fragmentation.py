@@ -85,7 +85,9 @@ full tables are in benchmarks/README.md; FGD 4.87 % on the default trace):
   shipped weights: ``memoryWeight`` and ``cpuWeight`` 1.5 -0.027 points (better on 5 of 6),
   the same with ``gapWeight: 3`` -0.028, ``fragResolution: 0.03`` -0.007, ``gapWeight``
   3 / 4 alone -0.011 / -0.009; the simplest of the best two shipped. Ten seeds of all 20
-  traces: benchmarks/README.md, issue 27, thirteenth session.
+  traces (benchmarks/README.md, issue 27, thirteenth session): at most 0.8 x FGD on 9 (7 at
+  weight 1), lower medians on 16, but higher on the CPU-heaviest mixes, cpu250 by 0.49 point
+  (6.24 %, still 0.89 x FGD) and cpu235 by 0.08.
 - dW (issue 27, seventh session): at 100 % arrived on the default trace (seed 42) no GPU is
   whole and the 4.28 % unallocated is all slices beside shares: 3.09 points in the 1,014 GPUs
   with 0.15-0.20 free (a 0.81-GPU pod's 0.19, which only the few 0.16-GPU pods fit), 1.19 in the
