@@ -398,10 +398,11 @@ class CostFragmentation:
 
     def explain(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult,
                 rows: npt.NDArray[np.int64]) -> list[NodeTerms]:
-        """``Explainer``: dF (F before and after), dS, dC (with ``cpuWeight``: dP) and the
-        loss in GPUs, the price of what the pod takes in $/h, then the key's terms in their
-        order (the price term's value is what the pod takes in $/h; its key, for a pod that
-        names no alternatives, is the node's $/h on an idle node, 0 on a used one).
+        """``Explainer``: dF (F before and after), dS x ``memoryWeight``, dC (with
+        ``cpuWeight``: dP x ``cpuWeight``) and the loss in GPUs, the price of what the pod
+        takes in $/h, then the key's terms in their order (the price term's value is what
+        the pod takes in $/h; its key, for a pod that names no alternatives, is the node's
+        $/h on an idle node, 0 on a used one).
 
         After a ``score`` of the same ``fit`` the terms and keys are that call's, read at
         ``rows`` (``ScoredMemo``); else they are computed for ``rows`` alone."""
