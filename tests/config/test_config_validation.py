@@ -195,7 +195,7 @@ SINGLE_MISTAKES = [
       "claimWeight, "
       "costWeight, cpuWeight, elasticNodes, fragResolution, gapFillers, gapWeight, idlePrice, "
       "idlePriceCpu, "
-      "memoryWeight, "
+      "memoryWeight, scarceWeight, "
       "typedCost",
       id="a weight the default strategy does not read is rejected, naming those it reads"),
     P({"scoring": {"strategy": "best-fit", "weights": {"costWeight": 1}}},

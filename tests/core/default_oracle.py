@@ -121,6 +121,12 @@ def default_keys(ref: NaiveReference, snapshot: ClusterSnapshot, req: GpuRequest
     share_sizes = [size for size, w in share_mass.items()
                    if w >= weights.get("gapFillers", 0.0) * share_total]
     gap_weight = weights.get("gapWeight", 0.0)
+    # dS and dP weigh at most scarceWeight while CPU is scarce (with memoryWeight 1.5 and
+    # scarceWeight 1: 1.5 on a cluster with CPU to spare, 1 on one without)
+    memory_weight, cpu_weight = weights["memoryWeight"], weights.get("cpuWeight", 0.0)
+    cap = weights["scarceWeight"]
+    if not cpu_to_spare(ref, snapshot, shapes, weights["idlePriceCpu"]):
+        memory_weight, cpu_weight = min(memory_weight, cap), min(cpu_weight, cap)
     out = []
     for row in rows:
         node = node_view(snapshot, row)
@@ -157,7 +163,7 @@ def default_keys(ref: NaiveReference, snapshot: ClusterSnapshot, req: GpuRequest
             gap_loss = 0.0
         # dS: GPUs left without the memory their pods would need
         stranded = 0.0
-        if memory_per_gpu and weights["memoryWeight"]:
+        if memory_per_gpu and memory_weight:
             free_gpus = sum(1.0 - ref.used_fraction(g) for g in node.gpus)
             s_before = max(0.0, free_gpus - node.memory_free / memory_per_gpu)
             s_after = max(0.0, free_gpus - taken - (node.memory_free - memory_mib)
@@ -168,8 +174,8 @@ def default_keys(ref: NaiveReference, snapshot: ClusterSnapshot, req: GpuRequest
         else:
             taken_type = node.gpus[0].type_index if node.gpus and node.gpus[0].slot == 0 \
                 else unknown
-        loss = delta + gap_loss + weights["memoryWeight"] * stranded
-        if weights.get("cpuWeight", 0.0):
+        loss = delta + gap_loss + memory_weight * stranded
+        if cpu_weight:
             # dP: GPUs left without the CPU their pods would need, as dS with the GPU
             # shapes' CPU per GPU: 2 free GPUs beside 12 CPU at 8 CPU per GPU strand
             # max(0, 2 - 12 / 8) = 0.5 before; a 1-GPU pod with 8 CPU leaves
@@ -179,7 +185,7 @@ def default_keys(ref: NaiveReference, snapshot: ClusterSnapshot, req: GpuRequest
                 free_gpus = sum(1.0 - ref.used_fraction(g) for g in node.gpus)
                 p_before = max(0.0, free_gpus - node.cpu_free / per_gpu)
                 p_after = max(0.0, free_gpus - taken - (node.cpu_free - cpu_milli) / per_gpu)
-                loss += weights["cpuWeight"] * (p_after - p_before)
+                loss += cpu_weight * (p_after - p_before)
         if weights["claimWeight"]:
             loss += weights["claimWeight"] * taken * claim[taken_type]
         if weights["costWeight"]:

@@ -62,7 +62,7 @@ def strategies(shapes: dict[Shape, float]) -> dict[str, object]:
         scorer.frag.set_shapes(shapes)
         scorer.integer = name == "fgd"
     scoring = platform().config.scoring
-    # the default weights, and the same with dP switched the other way (cpuWeight 1.5 <-> 0)
+    # the default weights, and the same with dP switched the other way (cpuWeight 2 <-> 0)
     other_cpu = 0.0 if CPU_WEIGHT else 1.0
     for name, config in (("cost-fragmentation", scoring),
                          ("cost-fragmentation-cpu", dataclasses.replace(
