@@ -546,7 +546,8 @@ class CostFragmentation:
 
     def _assemble(self, snapshot: ClusterSnapshot, req: PlacementRequest, local: Local
                   ) -> Terms:
-        """The loss from the row-local terms, dS and dC."""
+        """The loss from the row-local terms, dS and dC, with dS and dP weighed by what the
+        whole snapshot allows (``_stranded_weights``)."""
         rows, choice, taken = local.rows, local.choice, local.taken
         memory_weight, cpu_weight = self._stranded_weights(snapshot)
         stranded = memory_weight * self._stranded(snapshot, req, rows, taken, local.free)
