@@ -95,13 +95,14 @@ full tables are in benchmarks/README.md; FGD 4.87 % on the default trace):
   of gpushare20 and cpu050 (then 0.8012 and 0.7997 x FGD) chose 2 / 2 (0.7971, 0.7977; mean
   -0.019 point; 2 / 1.5, 1.5 / 2 and ``gapWeight: 3`` each crossed on one trace at most), but
   on the four mixes that fail the CPU test 2 / 2 went further the way 1.5 had begun (cpu250
-  0.887 -> 0.933 x FGD, cpu300 0.980 -> 0.989). There GPUs end stranded by CPU wherever the
-  pods go, as CPU is what runs out: CPU kept beside a node's GPUs goes to the next
-  CPU-hungry pod, so the premium paid in dF buys nothing, and the sure-loss argument holds
-  only while CPU is to spare. Capped at 1 there (cpu250 0.830, cpu235 0.741; the other 16
-  traces replay as without the cap up to 100 % arrived), ten seeds of all 20 traces: at most
-  0.8 x FGD on 10 (cpu050, gpushare20 and multigpu50 within 0.005 of the line), at or below
-  FGD on all 20, the default trace 4.00 %.
+  0.887 -> 0.933 x FGD, cpu300 0.980 -> 0.989). The reading (not checked decision by
+  decision): there GPUs end stranded by CPU wherever the pods go, as CPU is what runs out:
+  CPU kept beside a node's GPUs goes to the next CPU-hungry pod, so the premium paid in dF
+  buys nothing, and the sure-loss argument holds only while CPU is to spare. Capped at 1
+  there (cpu250 0.830, cpu235 0.741; the other 16 traces replay as without the cap up to
+  100 % arrived), ten seeds of all 20 traces: at most 0.8 x FGD on 10 (cpu050, gpushare20
+  and multigpu50 within 0.005 of the line), at or below FGD on all 20, the default trace
+  4.00 %.
 - dW (issue 27, seventh session): at 100 % arrived on the default trace (seed 42) no GPU is
   whole and the 4.28 % unallocated is all slices beside shares: 3.09 points in the 1,014 GPUs
   with 0.15-0.20 free (a 0.81-GPU pod's 0.19, which only the few 0.16-GPU pods fit), 1.19 in the
