@@ -121,8 +121,8 @@ def default_keys(ref: NaiveReference, snapshot: ClusterSnapshot, req: GpuRequest
     share_sizes = [size for size, w in share_mass.items()
                    if w >= weights.get("gapFillers", 0.0) * share_total]
     gap_weight = weights.get("gapWeight", 0.0)
-    # dS and dP weigh at most scarceWeight while CPU is scarce (with memoryWeight 1.5 and
-    # scarceWeight 1: 1.5 on a cluster with CPU to spare, 1 on one without)
+    # dS and dP weigh at most scarceWeight while CPU is scarce (with memoryWeight 2 and
+    # scarceWeight 1: 2 on a cluster with CPU to spare, 1 on one without)
     memory_weight, cpu_weight = weights["memoryWeight"], weights.get("cpuWeight", 0.0)
     cap = weights["scarceWeight"]
     if not cpu_to_spare(ref, snapshot, shapes, weights["idlePriceCpu"]):

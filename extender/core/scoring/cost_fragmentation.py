@@ -257,7 +257,8 @@ class Terms:
     idle: npt.NDArray[np.int64]
     priority: npt.NDArray[np.int64]
     fragmentation: npt.NDArray[np.float64]
-    """dF in GPUs (``loss`` is dF + dS + dC, times the price ratio with ``costWeight``)."""
+    """dF in GPUs (``loss`` is the sum of this and the weighted terms below, times the price
+    ratio with ``costWeight``)."""
     stranded: npt.NDArray[np.float64]
     """dS x ``memoryWeight`` (at most ``scarceWeight`` while CPU is scarce), GPUs."""
     claim: npt.NDArray[np.float64]
