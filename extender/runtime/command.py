@@ -122,28 +122,16 @@ def configure_logging(args: argparse.Namespace) -> None:
     logs.configure(getattr(args, "log_level", "info"), getattr(args, "log_format", "json"))
 
 
-class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
-    """Writes to ``sys.stderr`` as it is when a record comes (tests swap it per test)."""
-
-    @property
-    def stream(self) -> Any:
-        return sys.stderr
-
-    @stream.setter
-    def stream(self, _value: Any) -> None:
-        pass
-
-
 def configure_workstation_logging() -> None:
     """The workstation commands (inspect, explain, what-if): the ``extender`` loggers' warnings
     and errors as text with their fields (``... not counted pod=ml/b node=t4-0``) on stderr,
     beside the command's own output (without it Python prints a bare message that names no
     pod or node). Levels are left alone; a second call adds nothing."""
-    from extender.runtime.logs import TextFormatter
+    from extender.runtime.logs import CurrentStderr, TextFormatter
 
     logger = logging.getLogger("extender")
-    if not any(isinstance(h, _Stderr) for h in logger.handlers):
-        handler = _Stderr()
+    if not any(isinstance(h, CurrentStderr) for h in logger.handlers):
+        handler = CurrentStderr()
         handler.setLevel(logging.WARNING)
         handler.setFormatter(TextFormatter())
         logger.addHandler(handler)

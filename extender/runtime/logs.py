@@ -94,13 +94,27 @@ def logging_config(level: str = "info", *, access_log: bool = False,
     }
 
 
+class CurrentStderr(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to ``sys.stderr`` as it is when a record comes, not as it was when the handler
+    was made: whoever swaps ``sys.stderr`` (pytest per test, a wrapper that redirects it)
+    never leaves the root logger writing to a closed stream."""
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: Any) -> None:
+        pass
+
+
 def configure(level: str = "info", fmt: str = "json") -> None:
     """Route the root logger through the formatter (outside gunicorn: the agent, the shadow,
     gunicorn's master before it forks, tests)."""
     root = logging.getLogger()
     for handler in list(root.handlers):
         root.removeHandler(handler)
-    handler = logging.StreamHandler(sys.stderr)
+    handler = CurrentStderr()
     handler.setFormatter(formatter(fmt))
     root.addHandler(handler)
     root.setLevel(level.upper())
