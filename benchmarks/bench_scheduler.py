@@ -32,7 +32,9 @@ Method (one run measures both, side by side, so machine noise hits both alike):
    inside it), the share of it an idle cluster burns anyway (each process's rate over 3 s
    before the scheduler starts, times the measured window); the extender's calls per pod by
    verb, and its time per call (mean, and the bind's p50 interpolated in its latency
-   histogram).
+   histogram); the extender's CPU per pod by thread (``gpu_extender_thread_cpu_seconds``,
+   scraped before kube-scheduler starts and after the burst: MainThread answers filter and
+   prioritize, the pool the binds, event-writer the explanations and Events).
 8. The API server's census per pod (``control_plane_metrics``): its requests by verb and
    resource, and the watch events it sent, by resource.
 
@@ -95,6 +97,8 @@ _VERB_SECONDS = re.compile(
     re.MULTILINE)
 _VERB_CPU = re.compile(
     rb'^gpu_extender_request_cpu_seconds_total\{verb="(\w+)"\} ([0-9.e+-]+)$', re.MULTILINE)
+_THREAD_CPU = re.compile(
+    rb'^gpu_extender_thread_cpu_seconds_total\{thread="([^"]+)"\} ([0-9.e+-]+)$', re.MULTILINE)
 _VERB_BUCKET = re.compile(
     rb'^gpu_extender_request_duration_seconds_bucket\{le="([0-9.e+-]+|\+Inf)",verb="(\w+)"\}'
     rb' ([0-9.e+-]+)$', re.MULTILINE)
@@ -144,6 +148,11 @@ class Result:
     verb_cpu_ms: dict[str, float] | None = None
     """Mean CPU of the answering thread per call, by verb (the rest of ``verb_ms`` is
     waiting: for the GIL, for a core)."""
+    thread_cpu_ms_per_pod: dict[str, float] | None = None
+    """The extender's CPU milliseconds per bound pod by thread (its
+    ``gpu_extender_thread_cpu_seconds``), over the whole burst: scraped right before
+    kube-scheduler starts and after the last bind (a scrape inside the burst would charge it
+    the per-GPU series)."""
 
     @property
     def pods_per_s(self) -> float:
@@ -373,6 +382,7 @@ def run(mode: str, nodes: int, pods: int, timeout_s: float,
             _wait_extender_nodes(cluster, nodes)
         clock = BindClock(cluster)
         idle = _idle_cpu_rate(_roots(cluster, None))
+        threads_before = _threads_at_rest(cluster) if with_extender else {}
         control_before = ControlPlaneMetrics.scrape(cluster)
         port = free_port()
         started = time.monotonic()
@@ -424,6 +434,10 @@ def run(mode: str, nodes: int, pods: int, timeout_s: float,
             window = cpu_last[2] - cpu_first[2]
             background = {name: 1000 * rate * window / done for name, rate in idle.items()}
         metrics = _metrics(cluster) if with_extender else None
+        threads = None
+        if metrics is not None and stamps:
+            threads = {name: 1000 * (seconds - threads_before.get(name, 0.0)) / len(stamps)
+                       for name, seconds in _thread_cpu(metrics).items()}
         control = ControlPlaneMetrics.scrape(cluster)
         delta = control.since(control_before) if control else None
         print(f"nodes={nodes:5d} mode={mode:8s} " + (
@@ -438,7 +452,7 @@ def run(mode: str, nodes: int, pods: int, timeout_s: float,
                       _calls_per_pod(metrics, len(stamps)) if metrics else None,
                       cpu, _counters(metrics) if metrics else None,
                       (load_before, os.getloadavg()[0]), background,
-                      _verb_cpu_ms(metrics) if metrics else None)
+                      _verb_cpu_ms(metrics) if metrics else None, threads or None)
 
 
 def _start_profiler(cluster: LocalCluster, directory: Path, name: str
@@ -488,6 +502,21 @@ def _verb_ms(text: bytes) -> dict[str, float]:
         totals.setdefault(verb.decode(), {})[kind.decode()] = float(value)
     return {verb: 1000 * t["sum"] / t["count"] for verb, t in sorted(totals.items())
             if t.get("count")}
+
+
+def _threads_at_rest(cluster: LocalCluster) -> dict[str, float]:
+    """The extender's CPU seconds by thread as the burst starts. A scrape reads them as it
+    starts, and the rest of it (the per-GPU series: ~1 ms of the pool's CPU per pod of a
+    1,000-pod burst at 1,000 nodes) would count as the burst's: two scrapes, and the first
+    one's cost added to the second's reading."""
+    first = _thread_cpu(_metrics(cluster))
+    second = _thread_cpu(_metrics(cluster))
+    return {name: 2 * seconds - first.get(name, seconds) for name, seconds in second.items()}
+
+
+def _thread_cpu(text: bytes) -> dict[str, float]:
+    """CPU seconds by thread name (empty from a tree without the family)."""
+    return {name.decode(): float(seconds) for name, seconds in _THREAD_CPU.findall(text)}
 
 
 def _verb_cpu_ms(text: bytes) -> dict[str, float]:
@@ -588,6 +617,10 @@ def _report(result: Result) -> None:
         if counters.get("binding_requests"):  # the extender's view of its Binding POST
             trip = 1000 * counters["binding_request_seconds"] / counters["binding_requests"]
             line += f"; Binding round trip mean {trip:.2f}"
+    if result.thread_cpu_ms_per_pod:
+        busy = sorted(result.thread_cpu_ms_per_pod.items(), key=lambda item: -item[1])
+        line += "\n    extender threads, cpu ms/pod over the whole burst: " + ", ".join(
+            f"{name} {ms:.2f}" for name, ms in busy if ms >= 0.005)
     if result.calls_per_pod:
         line += "\n    calls/pod: " + ", ".join(
             f"{verb} {n:.2f}" for verb, n in result.calls_per_pod.items())

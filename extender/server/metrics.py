@@ -21,6 +21,7 @@ from extender.inventory.snapshot import ClusterSnapshot
 from extender.inventory.store import HoldingState, Inventory
 from extender.kube.score_inert import CutReason
 from extender.model import Verdict
+from extender.server.thread_cpu import ThreadCpuCollector
 
 PREFIX = "gpu_extender"
 LATENCY_BUCKETS = (0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.025, 0.05, 0.1,
@@ -32,6 +33,7 @@ class ExtenderMetrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry(auto_describe=True)
         r = self.registry
+        r.register(ThreadCpuCollector())
         self._latency = Histogram(f"{PREFIX}_request_duration_seconds",
                                   "Time to answer one extender call, by verb.", ["verb"],
                                   buckets=LATENCY_BUCKETS, registry=r)
