@@ -20,6 +20,9 @@ Method (one run measures both, side by side, so machine noise hits both alike):
    ``extender-adaptive``: the extender mode with that profile (not what we ship: the extender
    then sees only the first feasible nodes kube-scheduler finds, 42 % of 1,000, 10 % of 5,000
    nodes, and cannot prefer a cheaper or better-packed GPU outside them).
+   ``extender-no-events``: the extender with ``service.placementEvents: false`` (no
+   ``GpuAssigned`` event per bind: one API write per pod less; the explanation and the
+   ``pod placed`` log line stay).
 6. ``floor`` / ``floor-events`` modes (``--modes``): the shipped profile calling
    ``benchmarks/floor_extender.py`` instead, an extender that decides nothing (filter keeps the
    first two names, as the exact cut does here; prioritize; bind = one Binding POST;
@@ -106,8 +109,11 @@ _COUNTER = re.compile(rb"^gpu_extender_(\w+)_total ([0-9.e+-]+)$", re.MULTILINE)
 _CUT = re.compile(rb'^gpu_extender_(score_cut(?:_nodes)?)_total\{\w+="(\w+)"\} ([0-9.e+-]+)$',
                   re.MULTILINE)
 """The exact cut's counters by reason / fate (docs/score-cut.md), where they are not 0."""
-MODES = ("plain", "extender", "base", "stock", "floor", "floor-events", "extender-adaptive")
-EXTENDER_MODES = ("extender", "base", "extender-adaptive")
+MODES = ("plain", "extender", "base", "stock", "floor", "floor-events", "extender-adaptive",
+         "extender-no-events")
+EXTENDER_MODES = ("extender", "base", "extender-adaptive", "extender-no-events")
+NO_EVENTS_CONFIG = REPO_ROOT / "tests" / "e2e" / "data" / "no-placement-events.yaml"
+"""``extender-no-events``: the platform config with ``service.placementEvents: false``."""
 ADAPTIVE_MODES = ("stock", "extender-adaptive")
 """Modes whose profile drops ``percentageOfNodesToScore`` (kube-scheduler's adaptive
 default): kube-scheduler stops filtering once it has found that share of feasible nodes, so
@@ -159,11 +165,12 @@ class Result:
         return (self.bound - 1) / self.burst_s if self.bound > 1 and self.burst_s > 0 else 0.0
 
 
-def _extender(tree: Path = REPO_ROOT) -> ExtenderSpec:
-    """``tree``: the checkout the extender runs from (``python -m extender`` in it)."""
+def _extender(tree: Path = REPO_ROOT, config: Path | None = None) -> ExtenderSpec:
+    """``tree``: the checkout the extender runs from (``python -m extender`` in it);
+    ``config``: its platform config (the shipped defaults without one)."""
     def command(port: int) -> list[str]:
         return [sys.executable, "-m", "extender", "serve", "--host", "127.0.0.1",
-                "--port", str(port)]
+                "--port", str(port), *(["--config", str(config)] if config else [])]
     return ExtenderSpec(command, cwd=tree, ready_timeout_s=120.0)
 
 
@@ -374,7 +381,8 @@ def run(mode: str, nodes: int, pods: int, timeout_s: float,
     tree = base_tree if mode == "base" and base_tree is not None else REPO_ROOT
     binaries = find_binaries()
     load_before = os.getloadavg()[0]
-    spec = (_extender(tree) if with_extender else
+    config = NO_EVENTS_CONFIG if mode == "extender-no-events" else None
+    spec = (_extender(tree, config) if with_extender else
             _floor(mode == "floor-events") if mode in FLOOR_MODES else None)
     with LocalCluster(None, spec, binaries, apiserver_args=UNTHROTTLED) as cluster:
         _create_all(cluster, nodes, pods)

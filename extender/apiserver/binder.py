@@ -42,13 +42,15 @@ def assignment_annotations(assignment: Assignment) -> dict[str, str]:
 
 class Binder:
     """``events``: the queue events go through (online); without one they are written
-    before the call returns (offline, tests)."""
+    before the call returns (offline, tests). ``placement_events``: write ``notify``'s
+    Normal events (else only compose them: ``service.placementEvents``)."""
 
     def __init__(self, api: PodWriter, *, record_events: bool = True,
-                 events: EventQueue | None = None) -> None:
+                 events: EventQueue | None = None, placement_events: bool = True) -> None:
         self._api = api
         self._record_events = record_events
         self._events = events
+        self._placement_events = placement_events
         self._timed = threading.Lock()  # binds run on several threads
         self.requests = 0
         """Binding requests sent (answered or not)."""
@@ -100,15 +102,18 @@ class Binder:
         """Best effort: a Normal event on the pod (where its GPUs are, and why), after the
         Binding; never raises, so a failed event never fails the bind. A callable message
         is composed where the event is written (the queue's thread, online)."""
-        self._event(pod, reason, message, "Normal")
+        self._event(pod, reason, message, "Normal", write=self._placement_events)
 
-    def _event(self, pod: PodKey, reason: str, message: Message, event_type: str) -> None:
+    def _event(self, pod: PodKey, reason: str, message: Message, event_type: str, *,
+               write: bool = True) -> None:
         if not self._record_events:
             return
         if self._events is not None:
-            self._events.submit(PendingEvent(pod, reason, event_type, message))
+            self._events.submit(PendingEvent(pod, reason, event_type, message, write))
             return
         text = message if isinstance(message, str) else message()
+        if not write:
+            return
         try:
             self._api.record_event(pod, reason=reason, message=text, event_type=event_type)
         except KubeError as exc:

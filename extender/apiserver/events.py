@@ -53,6 +53,9 @@ class PendingEvent:
     reason: str
     event_type: str
     message: Message
+    write: bool = True
+    """``False``: compose the message (its side effects: the log line, the explain record)
+    but write nothing (``service.placementEvents`` off)."""
 
 
 @dataclass
@@ -91,6 +94,8 @@ class EventQueue:
         """Events folded into another one of the same pod and reason."""
         self.failed = 0
         """Writes the API refused (logged)."""
+        self.unwritten = 0
+        """Events composed and not written, as asked (``PendingEvent.write``)."""
 
     # -- the bind side -----------------------------------------------------------------------
 
@@ -161,6 +166,9 @@ class EventQueue:
         for event in batch:
             text = _compose(event)
             if text is None:
+                continue
+            if not event.write:
+                self.unwritten += 1
                 continue
             key = (event.pod.namespace, event.pod.name, event.pod.uid, event.event_type,
                    event.reason)

@@ -24,6 +24,7 @@ DEFAULT_SERVICE: dict[str, Any] = {
     "reservationTTLSeconds": 30.0,
     "reconcileIntervalSeconds": 300.0,
     "checkCpuMemory": False,
+    "placementEvents": True,
 }
 
 

@@ -105,6 +105,7 @@ def build_config(raw: dict[str, Any]) -> PlatformConfig:
             reservation_ttl_seconds=float(service["reservationTTLSeconds"]),
             reconcile_interval_seconds=float(service["reconcileIntervalSeconds"]),
             check_cpu_memory=bool(service["checkCpuMemory"]),
+            placement_events=bool(service["placementEvents"]),
         ),
         admission=build_admission(raw["admission"]),
         foreign_forms=build_foreign_forms(raw["foreignForms"]),

@@ -128,6 +128,12 @@ class ServiceConfig:
     check_cpu_memory: bool = False
     """Also check node CPU and memory in filter. kube-scheduler already does; the simulator
     turns this on because there is no kube-scheduler in it."""
+    placement_events: bool = True
+    """Write the Normal ``GpuAssigned`` event on every bind. Off, the bind writes one API
+    object less per pod (the event is the pipeline's third write per pod, after
+    kube-scheduler's Binding and its ``Scheduled`` event: benchmarks/README.md, issue 22);
+    the ``pod placed`` log line, the assignment annotations and ``/debug/explain`` keep the
+    same facts. Warning events (a failed bind) are written either way."""
 
 
 class HandoffMode(StrEnum):

@@ -35,7 +35,8 @@ TOP_LEVEL_KEYS = ("apiVersion", "kind", "accelerators", "nodeLabels", "protectio
 ACCELERATOR_KEYS = ("id", "family", "memoryMiB", "price", "protected", "aliases", "mig")
 MIG_KEYS = ("slots", "profiles")
 PROFILE_KEYS = ("name", "memoryMiB", "slices", "starts")
-SERVICE_KEYS = ("reservationTTLSeconds", "reconcileIntervalSeconds", "checkCpuMemory")
+SERVICE_KEYS = ("reservationTTLSeconds", "reconcileIntervalSeconds", "checkCpuMemory",
+                "placementEvents")
 
 _ID = re.compile(r"^(?=.{1,63}$)[a-z0-9]([a-z0-9.-]*[a-z0-9])?$")
 """A type id or family: pods name it in the ``gpu-extender.io/accelerator`` label, so a label
@@ -418,3 +419,4 @@ def _validate_service(errors: _Errors, service: object) -> None:
     errors.number("service.reconcileIntervalSeconds", service.get("reconcileIntervalSeconds"),
                   minimum=0, exclusive=True)
     errors.boolean("service.checkCpuMemory", service.get("checkCpuMemory"))
+    errors.boolean("service.placementEvents", service.get("placementEvents"))

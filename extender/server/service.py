@@ -54,7 +54,8 @@ class ExtenderService:
         self.applier = applier or InventoryApplier(platform, self.inventory)
         self.workload = WorkloadMix()
         self.metrics = ExtenderMetrics()
-        self.binder = Binder(api, events=event_queue)
+        self.binder = Binder(api, events=event_queue,
+                             placement_events=config.placement_events)
         self.scheduler = Scheduler(platform, self.inventory, self.workload, api, self.metrics,
                                    reservation_ttl=config.reservation_ttl_seconds,
                                    check_cpu_memory=config.check_cpu_memory,
@@ -177,7 +178,8 @@ class ExtenderService:
             counters |= {"events_written": float(queue.written),
                          "events_aggregated": float(queue.aggregated),
                          "events_dropped": float(queue.dropped),
-                         "events_failed": float(queue.failed)}
+                         "events_failed": float(queue.failed),
+                         "events_unwritten": float(queue.unwritten)}
         if self.sync is not None:
             for watcher in (self.sync.nodes, self.sync.pods, *self.sync.dra):
                 counters[f"{watcher.kind}_events_applied"] = float(watcher.events_applied)

@@ -55,6 +55,7 @@ class TestDefaults:
         assert defaults.service.reservation_ttl_seconds == 30.0
         assert defaults.service.reconcile_interval_seconds == 300.0
         assert defaults.service.check_cpu_memory is False
+        assert defaults.service.placement_events is True
 
 
 def test_the_shipped_default_yaml_is_exactly_the_defaults(defaults: PlatformConfig) -> None:
@@ -141,6 +142,7 @@ service:
   reservationTTLSeconds: 5
   reconcileIntervalSeconds: 60.5
   checkCpuMemory: true
+  placementEvents: false
 """
     config = load_config_text(text)
     assert config.node_labels.presets == ("gke",)
@@ -157,6 +159,7 @@ service:
     assert config.service.reservation_ttl_seconds == 5.0
     assert config.service.reconcile_interval_seconds == 60.5
     assert config.service.check_cpu_memory is True
+    assert config.service.placement_events is False
 
 
 def test_config_values_are_frozen(defaults: PlatformConfig) -> None:

@@ -222,6 +222,8 @@ SINGLE_MISTAKES = [
       id="an infinite reconcile interval is not a number"),
     P({"service": {"checkCpuMemory": "no"}}, "service.checkCpuMemory",
       "must be true or false, got 'no'", id="checkCpuMemory must be a boolean"),
+    P({"service": {"placementEvents": "off"}}, "service.placementEvents",
+      "must be true or false, got 'off'", id="placementEvents must be a boolean"),
     P({"service": {"port": 8080}}, "service.port", "unknown field; accepted: checkCpuMemory",
       id="an unknown service field is reported"),
     P({"service": "fast"}, "service", "must be a mapping", id="service must be a mapping"),

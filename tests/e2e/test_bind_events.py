@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -76,3 +78,26 @@ def test_a_bound_pod_gets_a_normal_event_with_its_gpus_and_type(
                 json.dump({"events": [assigned_event(cluster, n).message
                                       for n in ("cheap", "big")], "explain": report}, out,
                           indent=2)
+
+
+def test_with_placement_events_off_the_pod_is_placed_and_explained_without_an_event(
+        controlplane_binaries: object) -> None:
+    config = Path(__file__).parent / "data" / "no-placement-events.yaml"
+    with gpu_cluster(extender_config=config) as cluster:
+        make_priced_fleet(cluster)
+        create_pods(cluster, [gpu_pod("quiet", {"nvidia.com/gpu": 1})])
+        assert wait_bound(cluster, "quiet") == "t4-0"
+
+        def explained() -> Any:
+            report = explain(cluster, "quiet")
+            placement = report.get("placement") or {}
+            return report if placement.get("breakdown") else None
+
+        # the explanation is composed where the event would be written: once it is there,
+        # the event would have been written next (the same writer thread)
+        report = cluster.wait_for(explained, timeout_s=30, description="quiet's explanation")
+        assert report["placement"]["assignment"]["type"] == "t4"
+        time.sleep(1.0)
+        reasons = [e.reason for e in cluster.events_for_pod(NAMESPACE, "quiet")]
+        assert "GpuAssigned" not in reasons
+        assert "Scheduled" in reasons  # kube-scheduler's own event is still there

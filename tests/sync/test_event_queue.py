@@ -8,6 +8,7 @@ import threading
 
 import pytest
 
+from extender.apiserver.binder import Binder
 from extender.apiserver.errors import KubeError
 from extender.apiserver.events import EventQueue, PendingEvent
 from extender.model import PodKey
@@ -147,3 +148,40 @@ def test_an_unexpected_error_in_the_writer_does_not_end_its_thread(
     queue.stop()
     assert [e["pod"] for e in api.events] == ["ml/serve"]
     assert queue.failed == 1
+
+
+def test_an_event_not_to_write_is_composed_and_counted_never_written() -> None:
+    # service.placementEvents off: the message's side effects (the "pod placed" log line,
+    # the explain record) still happen in the writer; the API gets no object
+    api = FakeApiServer()
+    queue = EventQueue(api)
+    composed: list[str] = []
+
+    def compose() -> str:
+        composed.append("ml/train")
+        return "assigned GPU 0"
+
+    queue.write([PendingEvent(POD, "GpuAssigned", "Normal", compose, write=False),
+                 event(OTHER, "GpuBindFailed", event_type="Warning")])
+    assert composed == ["ml/train"]
+    assert [(e["pod"], e["reason"]) for e in api.events] == [("ml/serve", "GpuBindFailed")]
+    assert (queue.unwritten, queue.written) == (1, 1)
+
+
+@pytest.mark.parametrize("placement_events", [True, False])
+def test_the_binder_writes_placement_events_only_when_asked_and_warnings_always(
+        placement_events: bool) -> None:
+    api = FakeApiServer()
+    binder = Binder(api, placement_events=placement_events)  # offline: written inline
+    composed: list[str] = []
+
+    def compose() -> str:
+        composed.append("assigned")
+        return "assigned GPU 0"
+
+    binder.notify(POD, "GpuAssigned", compose)
+    binder.warn(OTHER, "GpuBindFailed", "node gone")
+    assert composed == ["assigned"]
+    written = [(e["pod"], e["reason"]) for e in api.events]
+    assert written == [("ml/train", "GpuAssigned"), ("ml/serve", "GpuBindFailed")][
+        0 if placement_events else 1:]
