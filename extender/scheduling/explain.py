@@ -124,6 +124,21 @@ def _term_json(term: Term) -> dict[str, Any]:
     return out
 
 
+def chosen_and_runner_up(rows: npt.NDArray[np.int64], scores: npt.NDArray[np.float64],
+                         row: int) -> tuple[int, int | None] | None:
+    """(position of ``row`` in ``rows``, position of the best-scored other row, the first
+    of equals; ``None`` if there is none), ``None`` if ``row`` is not in ``rows``. Two passes
+    over the scored rows (the match, then the scores with ``row`` masked)."""
+    positions = np.flatnonzero(rows == row)
+    if len(positions) == 0:
+        return None
+    if len(positions) == len(rows):
+        return int(positions[0]), None
+    others = scores.astype(np.float64, copy=True)
+    others[positions] = -np.inf
+    return int(positions[0]), int(np.argmax(others))
+
+
 def breakdown(strategy: str, explain_rows: ExplainRows, node: str, *,
               snapshot: ClusterSnapshot, request: PlacementRequest, fitted: FitResult,
               result: ScoreResult, candidates: int | None = None
@@ -134,12 +149,10 @@ def breakdown(strategy: str, explain_rows: ExplainRows, node: str, *,
     row = snapshot.node_index.get(node)
     if row is None:
         return None
-    positions = np.flatnonzero(result.rows == row)
-    if len(positions) == 0:
+    pair = chosen_and_runner_up(result.rows, result.scores, row)
+    if pair is None:
         return None
-    at = int(positions[0])
-    others = np.flatnonzero(result.rows != row)
-    runner = int(others[np.argmax(result.scores[others])]) if len(others) else None
+    at, runner = pair
     picked = [at] if runner is None else [at, runner]
     rows = result.rows[picked]
     terms = explain_rows(snapshot, request, fitted, rows)
