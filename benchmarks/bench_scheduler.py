@@ -45,6 +45,7 @@ Method (one run measures both, side by side, so machine noise hits both alike):
     .venv/bin/python benchmarks/bench_scheduler.py --nodes 1000 5000 --pods 2000
     .venv/bin/python benchmarks/bench_scheduler.py --modes plain extender stock --pods 1000
     .venv/bin/python benchmarks/bench_scheduler.py --modes extender --profile /tmp/prof
+    .venv/bin/python benchmarks/bench_scheduler.py --owner replicaset   # a Deployment's burst
 
 ``--base-tree DIR`` adds the mode ``base``: the extender mode with the extender run from another
 checkout (``git worktree add --detach DIR <commit>``), so a change and its base are measured
@@ -181,23 +182,42 @@ def _floor(events: bool) -> ExtenderSpec:
     return ExtenderSpec(command, cwd=REPO_ROOT, ready_timeout_s=60.0)
 
 
-def _pod(i: int) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": f"burst-{i}"},
+def _pod(i: int, owner: dict[str, Any] | None = None) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": f"burst-{i}", "labels": {"app": "burst"}}
+    if owner is not None:
+        metadata["ownerReferences"] = [owner]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata,
             "spec": {"schedulerName": "gpu-scheduler",
                      "containers": [{"name": "main", "image": "registry.example/app:1",
                                      "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
 
 
-def _create_all(cluster: LocalCluster, nodes: int, pods: int) -> None:
+def _replica_set(cluster: LocalCluster) -> dict[str, Any]:
+    """A ReplicaSet selecting the burst's pods (no controller manager acts on it), and the
+    owner reference of its pods: kube-scheduler's lister finds it, so PodTopologySpread's
+    system default constraints score every pod, as for a Deployment's replicas."""
+    from kubernetes import client
+
+    created = client.AppsV1Api(cluster.api_client()).create_namespaced_replica_set(NAMESPACE, {
+        "metadata": {"name": "burst"},
+        "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "burst"}},
+                 "template": {"metadata": {"labels": {"app": "burst"}},
+                              "spec": {"containers": [{"name": "main",
+                                                       "image": "registry.example/app:1"}]}}}})
+    return {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "burst",
+            "uid": created.metadata.uid, "controller": True}
+
+
+def _create_all(cluster: LocalCluster, nodes: int, pods: int, owner: str = "none") -> None:
     api = cluster.api()
+    reference = _replica_set(cluster) if owner == "replicaset" else None
 
     def node(i: int) -> None:
         cluster.create_node(f"gpu-{i}", {"nvidia.com/gpu": GPUS_PER_NODE},
                             labels={"nvidia.com/gpu.product": "Tesla-T4"})
 
     def pod(i: int) -> None:
-        api.create_namespaced_pod(NAMESPACE, _pod(i))
+        api.create_namespaced_pod(NAMESPACE, _pod(i, reference))
 
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(node, range(nodes)))
@@ -376,7 +396,7 @@ def _worker_pid(master: int) -> int | None:
 
 def run(mode: str, nodes: int, pods: int, timeout_s: float,
         profile: Path | None = None, *, base_tree: Path | None = None,
-        apiserver_profile: Path | None = None) -> Result:
+        apiserver_profile: Path | None = None, owner: str = "none") -> Result:
     with_extender = mode in EXTENDER_MODES
     tree = base_tree if mode == "base" and base_tree is not None else REPO_ROOT
     binaries = find_binaries()
@@ -385,7 +405,7 @@ def run(mode: str, nodes: int, pods: int, timeout_s: float,
     spec = (_extender(tree, config) if with_extender else
             _floor(mode == "floor-events") if mode in FLOOR_MODES else None)
     with LocalCluster(None, spec, binaries, apiserver_args=UNTHROTTLED) as cluster:
-        _create_all(cluster, nodes, pods)
+        _create_all(cluster, nodes, pods, owner)
         if with_extender:
             _wait_extender_nodes(cluster, nodes)
         clock = BindClock(cluster)
@@ -575,17 +595,21 @@ def main(argv: list[str] | None = None) -> int:
                              "(DIR/<mode>-<nodes>.apiserver.pprof)")
     parser.add_argument("--base-tree", type=Path, metavar="DIR",
                         help="mode base: the extender run from this checkout")
+    parser.add_argument("--owner", choices=("none", "replicaset"), default="none",
+                        help="replicaset: the pods are a ReplicaSet's, as a Deployment's are "
+                             "(PodTopologySpread's system defaults then score them)")
     args = parser.parse_args(argv)
     if "base" in args.modes and args.base_tree is None:
         parser.error("--modes base needs --base-tree DIR")
     print(f"# bench_scheduler: {args.pods} one-GPU pods released at once onto N nodes x "
-          f"{GPUS_PER_NODE} GPUs; pods/s over the burst (first to last bind)")
+          f"{GPUS_PER_NODE} GPUs; pods/s over the burst (first to last bind)"
+          + ("; the pods are a ReplicaSet's" if args.owner == "replicaset" else ""))
     for nodes in args.nodes:
         results = {}
         for mode in args.modes:  # reported as each ends: a later failure keeps it
             results[mode] = run(mode, nodes, args.pods, args.timeout, args.profile,
                                 base_tree=args.base_tree,
-                                apiserver_profile=args.apiserver_profile)
+                                apiserver_profile=args.apiserver_profile, owner=args.owner)
             _report(results[mode])
         for mine in CALLED_MODES:
             for other in ("plain", "stock"):

@@ -58,6 +58,9 @@ class CutReason(StrEnum):
 
     CUT = "cut"
     """Applied: nodes that can never win were left out."""
+    LONE_WINNER = "lone_winner"
+    """Applied: one node can win, whatever the in-tree plugins say: it is answered alone
+    (kube-scheduler then skips scoring and prioritize; filter holds the GPUs)."""
     NOTHING_TO_CUT = "nothing_to_cut"
     """Eligible, but every feasible node is within reach of the best."""
     DISABLED = "cut_disabled"
@@ -178,3 +181,34 @@ def refusal(pod: Mapping[str, Any], *, tainted: Iterable[tuple[Taint, ...]],
     if any(untolerated(taints, tolerations) for taints in tainted):
         return CutReason.PREFER_NO_SCHEDULE_TAINT
     return None
+
+
+
+def scoring_plugins(pod: Mapping[str, Any], *, tainted: Iterable[tuple[Taint, ...]],
+                    service_selectors: Iterable[Mapping[str, str]], pods_with_affinity: int
+                    ) -> frozenset[str]:
+    """Every set-dependent plugin (of ``SET_DEPENDENT_PLUGINS``) that scores ``pod``, by the
+    rules ``refusal`` applies (the same arguments); each one left out gives every feasible
+    node the same score. Empty exactly when ``refusal`` is ``None``."""
+    spec = objects.section(pod, "spec")
+    affinity = objects.section(spec, "affinity")
+    plugins: set[str] = set()
+    if _preferred(objects.section(affinity, "nodeAffinity")):
+        plugins.add("NodeAffinity")
+    if _preferred(objects.section(affinity, "podAffinity")) or \
+            _preferred(objects.section(affinity, "podAntiAffinity")) or pods_with_affinity > 0:
+        plugins.add("InterPodAffinity")
+    if spec.get("resourceClaims"):
+        plugins.add("DynamicResources")
+    constraints = spec.get("topologySpreadConstraints")
+    if constraints:
+        if any(not isinstance(c, Mapping) or c.get("whenUnsatisfiable") == "ScheduleAnyway"
+               for c in constraints):
+            plugins.add("PodTopologySpread")
+    elif controller_spreads(pod) or any(selects(selector, objects.labels(pod))
+                                        for selector in service_selectors):
+        plugins.add("PodTopologySpread")
+    tolerations = pod_tolerations(pod)
+    if any(untolerated(taints, tolerations) for taints in tainted):
+        plugins.add("TaintToleration")
+    return frozenset(plugins)

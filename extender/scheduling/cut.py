@@ -1,20 +1,27 @@
 """Filter's answer cut to the nodes that can still win, and what prioritize answers then.
 
 ``ScoreCut`` runs after filter judged the nodes, on the names that pass: when the cut is on and
-every set-dependent score plugin of kube-scheduler is inert for the pod
-(``kube/score_inert.py`` on the pod object and the cluster facts the watches keep,
-``sync/score_facts.py``), it scores the feasible nodes with the strategy, exactly as prioritize
-would on the full list, and keeps the nodes ``core/score_cut.py`` says can still win. The
-scores go on the cycle (``PodCycle.cut``): prioritize, called with the kept names (or any
+the cluster facts are known, it scores the feasible nodes with the strategy, exactly as
+prioritize would on the full list, and keeps the nodes ``core/score_cut.py`` says can still
+win: every node within reach of the best when every set-dependent score plugin of
+kube-scheduler is inert for the pod (``kube/score_inert.py`` on the pod object and the cluster
+facts the watches keep, ``sync/score_facts.py``), and a lone winner alone whatever they do
+("within reach": the in-tree spread of the plugins that score the pod, ``scoreCut``'s weights).
+The scores go on the cycle (``PodCycle.cut``): prioritize, called with the kept names (or any
 subset of the feasible ones), answers those scores and holds from that scoring, so the kept
 nodes get the priorities of the full list (a strategy that ranks over the nodes passed would
 otherwise score a smaller list differently) and nothing is scored twice. Whatever is not
 known (offline, before the first lists, template nodes) means no cut.
+
+**One node answered, one hold here.** kube-scheduler calls no prioritize when one node is left
+(``schedule_one.go:593-604``), so when filter answers one node (a lone winner, or the only one
+that fits) the GPUs prioritize would have held are held now (``Hold``: the same hold, budget
+and rules), and the next pod's filter sees them taken before this pod's bind lands.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -27,10 +34,15 @@ from extender.core.score_cut import decide, priorities
 from extender.core.scoring.base import ScoreResult
 from extender.kube import objects
 from extender.kube.filters.facts import Taint
-from extender.kube.score_inert import CutReason, refusal
+from extender.kube.score_inert import CutReason, refusal, scoring_plugins
+from extender.scheduling.cycle import PodCycle
 from extender.scheduling.evaluate import Evaluation
 from extender.scheduling.filter import FilterOutcome
 from extender.scheduling.prioritize import Scorer
+
+Hold = Callable[[PodCycle], None]
+"""Hold the GPUs of the best node of the cycle's ``cut`` scoring, as prioritize does
+(``Prioritize.hold_cut``)."""
 
 
 class CutFacts(Protocol):
@@ -73,49 +85,84 @@ class CutAnswer:
 
 class ScoreCut:
     def __init__(self, config: ScoreCutConfig, scorer: Scorer,
-                 facts: CutFacts | None) -> None:
-        """``facts``: ``None`` offline (never cut)."""
+                 facts: CutFacts | None, *, hold: Hold | None = None) -> None:
+        """``facts``: ``None`` offline (never cut); ``hold``: what holds the GPUs when one
+        node is answered (``None``: nothing is held)."""
         self._config = config
         self._scorer = scorer
         self._facts = facts
+        self._hold = hold
 
     def __call__(self, outcome: FilterOutcome, pod_object: Mapping[str, Any],
                  feasible: list[str]) -> CutAnswer:
         """``feasible``: the names filter passes, in answer order."""
         cycle = outcome.cycle
         cycle.cut = None
-        reason = self._refusal(outcome, pod_object, feasible)
+        if len(feasible) == 1:  # prioritize will not come: hold here
+            if self._scorable(outcome):
+                self._score(outcome, feasible)
+                self._hold_one(cycle)
+            return CutAnswer(feasible, CutReason.FEWER_THAN_TWO)
+        reason = self._refusal(outcome)
         if reason is not None:
             return CutAnswer(feasible, reason)
+        facts = self._facts
+        assert facts is not None
+        tainted = facts.tainted_among(feasible)
+        selectors = facts.selectors(objects.namespace(pod_object))
+        with_affinity = facts.pods_with_affinity()
+        set_dependent = refusal(pod_object, tainted=tainted, service_selectors=selectors,
+                                pods_with_affinity=with_affinity)
+        scoring = () if set_dependent is None else scoring_plugins(
+            pod_object, tainted=tainted, service_selectors=selectors,
+            pods_with_affinity=with_affinity)
+        evaluation, scores, positions = self._score(outcome, feasible)
+        decision = decide(priorities(scores[positions]), weight=self._config.extender_weight,
+                          in_tree_spread=self._config.in_tree_spread(scoring),
+                          refusal=set_dependent)
+        if decision.kept is None:
+            return CutAnswer(feasible, decision.reason)
+        chosen = np.flatnonzero(decision.kept)
+        kept = [feasible[i] for i in chosen.tolist()]
+        memo = cycle.cut
+        assert memo is not None
+        cycle.cut = CutMemo(evaluation, memo.result, scores, kept, scores[positions[chosen]])
+        if len(kept) == 1:
+            self._hold_one(cycle)
+        return CutAnswer(kept, decision.reason, len(feasible) - len(kept))
+
+    def _score(self, outcome: FilterOutcome, feasible: list[str]
+               ) -> tuple[Evaluation, npt.NDArray[np.float64], npt.NDArray[np.intp]]:
+        """Score every feasible node, as prioritize would on the full list, and keep it on
+        the cycle (``CutMemo``, answering every feasible node): (the evaluation, a score per
+        name, the positions of ``feasible`` among the names)."""
+        cycle = outcome.cycle
         evaluation = outcome.evaluation
         placement = cycle.pod.placement
         assert evaluation is not None and placement is not None
         result, scores = self._scorer.scores_of(evaluation, placement, pod=str(cycle.pod.key))
         positions = np.flatnonzero(evaluation.code == Reason.FITS)  # ``feasible``, in order
         assert len(positions) == len(feasible)
-        decision = decide(priorities(scores[positions]), weight=self._config.extender_weight,
-                          in_tree_max=self._config.in_tree_score_max, refusal=None)
-        if decision.kept is None:
-            cycle.cut = CutMemo(evaluation, result, scores, feasible, scores[positions])
-            return CutAnswer(feasible, decision.reason)
-        chosen = np.flatnonzero(decision.kept)
-        kept = [feasible[i] for i in chosen.tolist()]
-        cycle.cut = CutMemo(evaluation, result, scores, kept, scores[positions[chosen]])
-        return CutAnswer(kept, decision.reason, len(feasible) - len(kept))
+        cycle.cut = CutMemo(evaluation, result, scores, feasible, scores[positions])
+        return evaluation, scores, positions
 
-    def _refusal(self, outcome: FilterOutcome, pod_object: Mapping[str, Any],
-                 feasible: list[str]) -> CutReason | None:
-        facts = self._facts
+    def _hold_one(self, cycle: PodCycle) -> None:
+        if self._hold is not None:
+            self._hold(cycle)
+
+    def _scorable(self, outcome: FilterOutcome) -> bool:
+        """The pod's nodes are the inventory's and it asks for a placement (not the
+        ``Nodes`` form with unknown nodes): what prioritize could score and hold."""
+        evaluation = outcome.evaluation
+        return evaluation is not None and evaluation.templates is None and \
+            outcome.cycle.pod.placement is not None and not outcome.bound
+
+    def _refusal(self, outcome: FilterOutcome) -> CutReason | None:
+        """Why no cut at all, whatever the scores (``None``: the scores decide)."""
         if not self._config.enabled:
             return CutReason.DISABLED
-        if len(feasible) < 2:
-            return CutReason.FEWER_THAN_TWO
-        if facts is None or not facts.known():
+        if self._facts is None or not self._facts.known():
             return CutReason.FACTS_UNKNOWN
-        evaluation = outcome.evaluation
-        if evaluation is None or evaluation.templates is not None or \
-                outcome.cycle.pod.placement is None:
+        if not self._scorable(outcome):
             return CutReason.TEMPLATE_NODES
-        return refusal(pod_object, tainted=facts.tainted_among(feasible),
-                       service_selectors=facts.selectors(objects.namespace(pod_object)),
-                       pods_with_affinity=facts.pods_with_affinity())
+        return None

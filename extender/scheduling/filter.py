@@ -1,6 +1,7 @@
 """Filter: which candidate nodes can host the pod, and why not the others.
 
-Writes, all of them bookkeeping of the cycle (no GPU is taken here):
+Writes, all of them bookkeeping of the cycle (no GPU is taken here; when the answer is one
+node, the exact cut after this step holds its GPUs, as prioritize would: ``cut.py``):
 
 - starts (or continues) the pod's cycle: decodes the pod on its first call (``CycleTable``),
   which in offline mode also admits it to the offline cluster;
@@ -38,6 +39,8 @@ class FilterOutcome:
     cycle: PodCycle
     evaluation: Evaluation | None = None
     """Set when nodes were judged (``FEASIBLE``, ``NO_FIT``)."""
+    bound: bool = False
+    """The pod is bound (answered from its binding: nothing to score or hold)."""
 
 
 class Filter:
@@ -72,7 +75,7 @@ class Filter:
         passed = bool(evaluation.fits.any())
         cycle.passed = passed
         return FilterOutcome(Decision.FEASIBLE if passed else Decision.NO_FIT, cycle,
-                             evaluation)
+                             evaluation, bound=bound is not None)
 
     def _drop_stale_hold(self, cycle: PodCycle) -> None:
         uid = cycle.pod.key.uid

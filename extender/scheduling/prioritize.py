@@ -4,7 +4,9 @@ kube-scheduler starts the next pod's cycle before this pod's bind lands, and tha
 must already see these GPUs as taken: so the best node's GPUs are assumed in the inventory
 (``ASSUMED``, with a TTL) and the bind keeps them if kube-scheduler agrees. Only for a pod that
 passed this extender's filter in the same cycle, within a budget per node and per namespace,
-and never for a bound pod (``scheduling/holds.py``).
+and never for a bound pod (``scheduling/holds.py``). When filter answers one node,
+kube-scheduler calls no prioritize: the same hold is taken then, from filter's scoring
+(``hold_cut``, called by ``cut.py``).
 
 Writes: the cycle's fit (if the generation moved since filter), its scores and its held
 assignment; the inventory's assumed holding; expired holds (``Expiry``).
@@ -29,7 +31,7 @@ from extender.core.request import PlacementRequest
 from extender.core.scoring.base import Explainer, NodeTerms, ScoreResult, Strategy
 from extender.errors import CapacityError, UnknownNodeError
 from extender.inventory.snapshot import ClusterSnapshot
-from extender.inventory.store import Inventory
+from extender.inventory.store import HoldingState, Inventory
 from extender.scheduling.cycle import CycleTable, HoldEvents, PodCycle
 from extender.scheduling.evaluate import Evaluation, Evaluator
 from extender.scheduling.expiry import Expiry
@@ -152,7 +154,8 @@ class Prioritize:
         if memo is not None and cut_scores is not None:  # filter scored every feasible node
             cycle.scores = memo.result
             cycle.scored_on = (memo.evaluation.snapshot, memo.evaluation.fit)
-            self._hold_best(cycle, memo.evaluation, memo.result)
+            if not self._held_by_filter(cycle):
+                self._hold_best(cycle, memo.evaluation, memo.result)
             return PrioritizeOutcome(Decision.SCORED, cycle, cut_scores)
         evaluation = self._evaluator.evaluate(
             self._inventory.snapshot(), pod.placement, names,
@@ -161,6 +164,25 @@ class Prioritize:
         cycle.scores, cycle.scored_on = result, (evaluation.snapshot, evaluation.fit)
         self._hold_best(cycle, evaluation, result)
         return PrioritizeOutcome(Decision.SCORED, cycle, scores)
+
+    def hold_cut(self, cycle: PodCycle) -> None:
+        """Hold from filter's scoring (``cycle.cut``) what prioritize would hold from it:
+        filter answered one node, so kube-scheduler calls no prioritize (``cut.py``). The
+        scoring stays on the cycle for a prioritize that comes anyway."""
+        memo = cycle.cut
+        if memo is None or api_holding(self._inventory, cycle.pod.key.uid) is not None:
+            return
+        cycle.scores = memo.result
+        cycle.scored_on = (memo.evaluation.snapshot, memo.evaluation.fit)
+        self._hold_best(cycle, memo.evaluation, memo.result)
+
+    def _held_by_filter(self, cycle: PodCycle) -> bool:
+        """Filter of this cycle answered one node and held it from the same scoring
+        (``hold_cut``), and the hold is still there: holding again would change nothing."""
+        held = cycle.held
+        holding = self._inventory.holding(cycle.pod.key.uid) if held is not None else None
+        return holding is not None and holding.state is HoldingState.ASSUMED and \
+            holding.assignment is held
 
     def _hold_best(self, cycle: PodCycle, evaluation: Evaluation, result: ScoreResult) -> None:
         """Assume the GPUs the top-scored node would give the pod (the bind keeps them if

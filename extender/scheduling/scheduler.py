@@ -108,7 +108,8 @@ class Scheduler:
         self.prioritize = Prioritize(inventory, self.cycles, self.evaluator, expiry,
                                      self.scorer, events=events,
                                      reservation_ttl=reservation_ttl)
-        self.cut = ScoreCut(platform.config.score_cut, self.scorer, cut_facts)
+        self.cut = ScoreCut(platform.config.score_cut, self.scorer, cut_facts,
+                            hold=self.prioritize.hold_cut)
         self.bind = Bind(inventory, self.cycles, binder, api, self.placed,
                          announce=self.announcer, unanswered_ttl=reservation_ttl,
                          handoff=self.evaluator.handoff, claims=claims)

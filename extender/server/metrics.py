@@ -55,7 +55,8 @@ class ExtenderMetrics:
             registry=r)
         self._reservations = Counter(
             f"{PREFIX}_reservations",
-            "Prioritize-time reservations by event (placed, skipped, expired).", ["event"],
+            "Tentative reservations (prioritize's, or filter's when it answers one node) by event "
+            "(placed, skipped, expired).", ["event"],
             registry=r)
         self._strategy_failures = Counter(
             f"{PREFIX}_strategy_failures",

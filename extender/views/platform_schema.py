@@ -34,7 +34,12 @@ from extender.config.defaults import API_VERSION, KIND
 from extender.config.demand.validation import CLASSES, MAX_GPUS_PER_NODE, MODES
 from extender.config.platforms import INSTANCE_TYPE_KEYS, VRAM_RESOURCE_KEYS, VRAM_UNITS
 from extender.config.presets import PRESETS
-from extender.config.score_cut.validation import MAX_EXTENDER_WEIGHT, MAX_IN_TREE_SCORE
+from extender.config.score_cut.types import SET_DEPENDENT_PLUGINS
+from extender.config.score_cut.validation import (
+    MAX_EXTENDER_WEIGHT,
+    MAX_IN_TREE_SCORE,
+    MAX_PLUGIN_WEIGHT,
+)
 from extender.config.validation import ACCELERATOR_KEYS, MIG_KEYS, PROFILE_KEYS
 from extender.core.scoring.registry import strategy_names
 
@@ -115,6 +120,11 @@ def _overrides() -> dict[str, JSON]:
                                     "maximum": MAX_EXTENDER_WEIGHT},
         "scoreCut.inTreeScoreMax": {"type": "integer", "minimum": 0,
                                     "maximum": MAX_IN_TREE_SCORE},
+        "scoreCut.nodeLocalScoreMax": {"type": "integer", "minimum": 0,
+                                       "maximum": MAX_IN_TREE_SCORE},
+        **{f"scoreCut.setDependentWeights.{plugin}": {
+            "type": "integer", "minimum": 0, "maximum": MAX_PLUGIN_WEIGHT}
+           for plugin in SET_DEPENDENT_PLUGINS},
         "foreignForms.vramResources": {"type": "array", "items": _entries(
             VRAM_RESOURCE_KEYS, {"name": _STRING, "unit": {"enum": list(VRAM_UNITS)}},
             VRAM_RESOURCE_KEYS)},

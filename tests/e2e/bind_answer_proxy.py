@@ -1,15 +1,17 @@
 """A proxy between kube-scheduler and the extender that loses the first bind answer of a pod.
 
-Usage: ``python bind_answer_proxy.py LISTEN_PORT UPSTREAM_PORT POD_NAME -- EXTENDER_COMMAND...``
+Usage: ``python bind_answer_proxy.py LISTEN_PORT UPSTREAM_PORT POD_NAME VERB -- EXTENDER...``
 
 Starts the extender (``EXTENDER_COMMAND``, which must listen on ``UPSTREAM_PORT``) and forwards
 every request to it, except the first ``/bind`` of ``POD_NAME``: kube-scheduler's connection is
 closed at once without an answer (kube-scheduler forgets the pod and schedules it again), and the
-bind is forwarded to the extender later, when that retried cycle's ``/prioritize`` arrives (the
-Binding goes through between the retry's filter and its prioritize, as a slow bind whose answer
-timed out does), and the prioritize waits 1.5 s more, so that the watch has shown the extender the
-pod bound; after that prioritize it logs what the extender then holds for the pod (its
-``/debug/inventory``). Everything it does is logged on stderr (the harness keeps the log).
+bind is forwarded to the extender later, when that retried cycle's ``VERB`` (``prioritize`` or
+``filter``) arrives: the Binding goes through between the retry's filter and its prioritize, or
+just before its filter (where filter answers one node and holds it, kube-scheduler calls no
+prioritize), as a slow bind whose answer timed out does. That request waits 1.5 s more, so that
+the watch has shown the extender the pod bound; after it the proxy logs what the extender then
+holds for the pod (its ``/debug/inventory``). Everything it does is logged on stderr (the
+harness keeps the log).
 """
 
 from __future__ import annotations
@@ -28,9 +30,10 @@ WATCH_GRACE_S = 1.5
 
 
 class _State:
-    def __init__(self, upstream: int, pod: str) -> None:
+    def __init__(self, upstream: int, pod: str, verb: str) -> None:
         self.upstream = upstream
         self.pod = pod
+        self.verb = verb
         self.lock = threading.Lock()
         self.held: bytes | None = None
         self.dropped = False
@@ -84,7 +87,7 @@ def handler(state: _State) -> type[BaseHTTPRequestHandler]:
                 drop = self.path.endswith("/bind") and name == state.pod and not state.dropped
                 if drop:
                     state.dropped, state.held = True, body
-                release = state.held if (self.path.endswith("/prioritize") and
+                release = state.held if (self.path.endswith(f"/{state.verb}") and
                                          name == state.pod and not drop) else None
                 if release is not None:
                     state.held = None
@@ -98,7 +101,7 @@ def handler(state: _State) -> type[BaseHTTPRequestHandler]:
                 self.log_message("forwarded the held bind of %s late: %d %s", name, status,
                                  answer.decode(errors="replace"))
                 # let the watch bring the bound pod to the extender before the retry's
-                # prioritize (kube-scheduler waits up to its httpTimeout, 5 s)
+                # request goes on (kube-scheduler waits up to its httpTimeout, 5 s)
                 time.sleep(WATCH_GRACE_S)
             headers = {k: v for k, v in self.headers.items()
                        if k.lower() in ("content-type", "accept")}
@@ -115,7 +118,7 @@ def handler(state: _State) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(answer)
             if release is not None:
-                self.log_message("after the retried prioritize %s holds: %s", name,
+                self.log_message("after the retried %s %s holds: %s", state.verb, name,
                                  _holdings_of(state, name))
 
         def do_GET(self) -> None:
@@ -128,10 +131,10 @@ def handler(state: _State) -> type[BaseHTTPRequestHandler]:
 
 
 def main(argv: list[str]) -> int:
-    listen, upstream, pod = int(argv[0]), int(argv[1]), argv[2]
+    listen, upstream, pod, verb = int(argv[0]), int(argv[1]), argv[2], argv[3]
     command = argv[argv.index("--") + 1:]
     extender = subprocess.Popen(command)
-    server = ThreadingHTTPServer(("127.0.0.1", listen), handler(_State(upstream, pod)))
+    server = ThreadingHTTPServer(("127.0.0.1", listen), handler(_State(upstream, pod, verb)))
     server.daemon_threads = True
     try:
         server.serve_forever()

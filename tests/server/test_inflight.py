@@ -105,9 +105,29 @@ def test_rescheduling_a_pod_drops_its_own_stale_hold(service: ExtenderService,
                                                      api: FakeApiServer) -> None:
     schedule(service, api, "a")
     schedule(service, api, "b")  # both GPUs held now
+    stale = holder(service, "a")
     result = service.verbs.filter(args(api, "a")).document()  # kube retries pod a
     assert len(result["NodeNames"] or []) == 1
-    assert holder(service, "a") is None
+    assert b'gpu_extender_reservations_total{event="superseded"} 1.0' in \
+        service.metrics.exposition()
+    # one node answered: kube-scheduler calls no prioritize, so filter holds it afresh
+    fresh = holder(service, "a")
+    assert fresh is not stale and fresh.node == result["NodeNames"][0]
+
+
+def test_one_node_answered_is_held_by_filter(service: ExtenderService,
+                                             api: FakeApiServer) -> None:
+    _, top = schedule(service, api, "a")
+    other = next(n for n in NAMES if n != top)
+    # b fits only the other node: kube-scheduler will take it without a prioritize call,
+    # so filter holds it, and the next pod sees both GPUs taken before b's bind lands
+    assert service.verbs.filter(args(api, "b")).document()["NodeNames"] == [other]
+    assert holder(service, "b").state is HoldingState.ASSUMED
+    assert holder(service, "b").node == other
+    assert service.verbs.filter(args(api, "c")).document()["NodeNames"] in (None, [])
+    reserved = holder(service, "b").assignment
+    assert service.verbs.bind(bind_args("b", other)).document() == {"Error": ""}
+    assert holder(service, "b").assignment == reserved
 
 
 def test_a_retried_bind_succeeds_without_a_second_hold(service: ExtenderService,

@@ -1,14 +1,12 @@
 """The exact cut through the verbs (``scheduling/cut.py``, docs/score-cut.md): filter answers
-only the nodes that can still win; prioritize of the kept names answers the priorities of the
-full list and holds the same node as without the cut; any set-dependent plugin, or facts not
-known yet, means the full answer."""
+only the nodes that can still win; a lone winner alone, held by filter as prioritize would
+hold it without the cut; set-dependent plugins that put a second node within reach, or facts
+not known yet, mean the full answer."""
 
 from __future__ import annotations
 
 import dataclasses
 from typing import Any
-
-import pytest
 
 from extender.config.score_cut import ScoreCutConfig
 from extender.kube.score_inert import CutReason
@@ -65,48 +63,79 @@ def _cut_count(service: ExtenderService, reason: CutReason) -> float:
     return value or 0.0
 
 
-def test_the_cut_keeps_the_winner_and_prioritize_answers_the_full_lists_scores(
-        platform: Platform) -> None:
+def _placed(service: ExtenderService) -> float:
+    value = service.metrics.registry.get_sample_value(
+        "gpu_extender_reservations_total", {"event": "placed"})
+    return value or 0.0
+
+
+def test_a_lone_winner_is_answered_alone_and_held_by_filter(platform: Platform) -> None:
     pod = make_pod("next").namespace("ml").uid("uid-next").gpus(1).obj()
     plain = _service(platform, enabled=False)
     full = _filter(plain, pod)
     assert full == NAMES
     full_scores = _prioritize(plain, pod, full)
+    # the default ranks: the partly used t4-3 10 points, the next 9 ...: a one point lead
+    # is 1,000, and with no set-dependent plugin scoring the in-tree plugins set two nodes
+    # apart by 400 at most, so t4-3 always wins
+    assert full_scores["t4-3"] == 10 and sorted(full_scores.values())[-2] == 9
 
     cut = _service(platform)
-    kept = _filter(cut, pod)
-    assert "t4-3" in kept and len(kept) < len(NAMES)
-    assert _cut_count(cut, CutReason.CUT) == 1
-    # every node left out is more than 1,500 / 1,000 points below the best
-    best = max(full_scores.values())
-    assert all(best - full_scores.get(n, 0) >= 2 for n in NAMES if n not in kept)
-    # the kept nodes get the priorities they have in the full list; the same node is held
-    assert _prioritize(cut, pod, kept) == {n: s for n, s in full_scores.items() if n in kept}
-    # in another order (kube-scheduler's list is its own): the same scores, by name
-    again = _service(platform)
-    assert _prioritize(again, pod, _filter(again, pod)[::-1]) == \
-        {n: s for n, s in full_scores.items() if n in kept}
+    assert _filter(cut, pod) == ["t4-3"]
+    assert _cut_count(cut, CutReason.LONE_WINNER) == 1
+    # kube-scheduler calls no prioritize for one node: filter held what prioritize would hold
     held = cut.inventory.holding("uid-next")
     reference = plain.inventory.holding("uid-next")
     assert held is not None and reference is not None
     assert held.assignment == reference.assignment
+    assert _placed(cut) == _placed(plain) == 2  # the first pod's and this one's, in both
+    # a prioritize that comes anyway answers the full list's score and holds nothing more
+    assert _prioritize(cut, pod, ["t4-3"]) == {"t4-3": full_scores["t4-3"]}
+    assert _placed(cut) == 2
+    assert cut.inventory.holding("uid-next") is held
 
 
-@pytest.mark.parametrize(("pod", "reason"), [
-    (make_pod("p").namespace("ml").uid("u1").gpus(1).label("app", "web").obj(),
-     CutReason.SELECTED_BY_SERVICE),
-    ({**make_pod("p").namespace("ml").uid("u2").gpus(1).obj(), "spec": {
-        **make_pod("p").gpus(1).obj()["spec"], "affinity": {"nodeAffinity": {
-            "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "preference": {
-                "matchExpressions": [{"key": "x", "operator": "In", "values": ["y"]}]}}]}}}},
-     CutReason.PREFERRED_NODE_AFFINITY),
-])
-def test_a_set_dependent_plugin_means_the_full_answer(
-        platform: Platform, pod: dict[str, Any], reason: CutReason) -> None:
+def test_a_replicasets_pod_is_answered_alone_too(platform: Platform) -> None:
+    # PodTopologySpread's system defaults score it: 400 + 2 x 100 = 600 < 1,000
+    owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "rs-1",
+             "controller": True}
+    pod = make_pod("next").namespace("ml").uid("uid-next").gpus(1).obj()
+    pod["metadata"]["ownerReferences"] = [owner]
+    service = _service(platform)
+    assert _filter(service, pod) == ["t4-3"]
+    assert _cut_count(service, CutReason.LONE_WINNER) == 1
+    assert service.inventory.holding("uid-next") is not None
+
+
+def test_several_set_dependent_plugins_keep_the_runner_up_in_reach(platform: Platform) -> None:
+    # preferred node affinity, preferred pod anti-affinity and a Service's selector:
+    # 400 + 2 x 100 x 3 = 1,000, and the runner-up is exactly 1,000 below: no cut at all
+    spec = make_pod("p").gpus(1).obj()["spec"]
+    pod = {**make_pod("p").namespace("ml").uid("u1").gpus(1).label("app", "web").obj(),
+           "spec": {**spec, "affinity": {
+               "nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                   {"weight": 1, "preference": {"matchExpressions": [
+                       {"key": "x", "operator": "In", "values": ["y"]}]}}]},
+               "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                   {"weight": 1, "podAffinityTerm": {
+                       "topologyKey": "kubernetes.io/hostname"}}]}}}}
     web = {"metadata": {"namespace": "ml", "name": "web"}, "spec": {"selector": {"app": "web"}}}
     service = _service(platform, services=[web])
     assert _filter(service, pod) == NAMES
-    assert _cut_count(service, reason) == 1
+    assert _cut_count(service, CutReason.PREFERRED_NODE_AFFINITY) == 1
+    assert service.inventory.holding("u1") is None  # prioritize will come and hold
+
+
+def test_the_only_node_that_fits_is_held_by_filter(platform: Platform) -> None:
+    # the cut off: one feasible node still means no prioritize call, so filter holds it
+    service = _service(platform, enabled=False)
+    pod = make_pod("big").namespace("ml").uid("uid-big").gpus(7).obj()
+    before = _cut_count(service, CutReason.FEWER_THAN_TWO)  # the setup's first pod
+    answer = service.verbs.filter(ExtenderArgs(Pod=pod, Nodes=None, NodeNames=["t4-3"]))
+    assert answer.document()["NodeNames"] == ["t4-3"]
+    held = service.inventory.holding("uid-big")
+    assert held is not None and held.node == "t4-3"
+    assert _cut_count(service, CutReason.FEWER_THAN_TWO) == before + 1
 
 
 def test_no_cut_before_the_facts_are_listed(platform: Platform) -> None:

@@ -15,3 +15,8 @@ def apply_score_cut_defaults(raw: dict[str, Any]) -> None:
         section.setdefault("enabled", config.enabled)
         section.setdefault("extenderWeight", config.extender_weight)
         section.setdefault("inTreeScoreMax", config.in_tree_score_max)
+        section.setdefault("nodeLocalScoreMax", config.node_local_score_max)
+        weights = section.setdefault("setDependentWeights", {})
+        if isinstance(weights, dict):
+            for plugin, weight in config.set_dependent_weights:
+                weights.setdefault(plugin, weight)
