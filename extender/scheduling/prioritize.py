@@ -178,11 +178,13 @@ class Prioritize:
 
     def _held_by_filter(self, cycle: PodCycle) -> bool:
         """Filter of this cycle answered one node and held it from the same scoring
-        (``hold_cut``), and the hold is still there: holding again would change nothing."""
+        (``hold_cut``), and the hold is still there: holding again would change nothing.
+        (A tentative hold recorded on the cycle is this cycle's: each filter drops the pod's
+        earlier tentative hold; a pinned one, a bind in flight, is not filter's.)"""
         held = cycle.held
         holding = self._inventory.holding(cycle.pod.key.uid) if held is not None else None
         return holding is not None and holding.state is HoldingState.ASSUMED and \
-            holding.assignment is held
+            holding.expires_at is not None and holding.assignment is held
 
     def _hold_best(self, cycle: PodCycle, evaluation: Evaluation, result: ScoreResult) -> None:
         """Assume the GPUs the top-scored node would give the pod (the bind keeps them if
