@@ -45,7 +45,7 @@ score_facts.py``) and the feasible nodes' taints, the first reason the cut must 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from enum import StrEnum
 from typing import Any
 
@@ -91,24 +91,28 @@ def _preferred(section: Mapping[str, Any]) -> bool:
 def pod_refusal(pod: Mapping[str, Any]) -> CutReason | None:
     """The first pod-level reason the cut must not apply (``None``: none of the pod's own
     fields makes a score plugin set-dependent; Services and other pods are checked apart)."""
+    return next(_pod_reasons(pod), None)
+
+
+def _pod_reasons(pod: Mapping[str, Any]) -> Iterator[CutReason]:
+    """Each set-dependent plugin the pod's own fields make score, as its reason, in order."""
     spec = objects.section(pod, "spec")
     affinity = objects.section(spec, "affinity")
     if _preferred(objects.section(affinity, "nodeAffinity")):
-        return CutReason.PREFERRED_NODE_AFFINITY
+        yield CutReason.PREFERRED_NODE_AFFINITY
     if _preferred(objects.section(affinity, "podAffinity")) or \
             _preferred(objects.section(affinity, "podAntiAffinity")):
-        return CutReason.PREFERRED_POD_AFFINITY
+        yield CutReason.PREFERRED_POD_AFFINITY
     if spec.get("resourceClaims"):
-        return CutReason.RESOURCE_CLAIMS
+        yield CutReason.RESOURCE_CLAIMS
     constraints = spec.get("topologySpreadConstraints")
     if constraints:
         if any(not isinstance(c, Mapping) or c.get("whenUnsatisfiable") == "ScheduleAnyway"
                for c in constraints):
-            return CutReason.TOPOLOGY_SPREAD
-        return None  # only DoNotSchedule ones: no soft constraint, no system default
-    if controller_spreads(pod):
-        return CutReason.CONTROLLER_OWNER
-    return None
+            yield CutReason.TOPOLOGY_SPREAD
+        # only DoNotSchedule ones: no soft constraint, no system default
+    elif controller_spreads(pod):
+        yield CutReason.CONTROLLER_OWNER
 
 
 def uses_default_spread(pod: Mapping[str, Any]) -> bool:
@@ -161,54 +165,51 @@ def selects(selector: Mapping[str, str], pod_labels: Mapping[str, Any]) -> bool:
     return all(pod_labels.get(k) == v for k, v in selector.items())
 
 
-def refusal(pod: Mapping[str, Any], *, tainted: Iterable[tuple[Taint, ...]],
-            service_selectors: Iterable[Mapping[str, str]], pods_with_affinity: int
-            ) -> CutReason | None:
-    """The first reason the cut must not apply for ``pod``: its own fields, then the cluster
-    (``pods_with_affinity``: pods with an inter-pod affinity section, pending or bound;
-    ``service_selectors``: the non-empty selectors of the Services in the pod's namespace),
-    then ``tainted`` (the PreferNoSchedule taints of the feasible nodes that have any)."""
-    reason = pod_refusal(pod)
-    if reason is not None:
-        return reason
+def set_dependent_reasons(pod: Mapping[str, Any], *, tainted: Iterable[tuple[Taint, ...]],
+                          service_selectors: Iterable[Mapping[str, str]],
+                          pods_with_affinity: int) -> list[CutReason]:
+    """Every reason a set-dependent plugin scores ``pod``, in the order ``refusal`` reports
+    them: its own fields, then the cluster (``pods_with_affinity``: pods with an inter-pod
+    affinity section, pending or bound; ``service_selectors``: the non-empty selectors of the
+    Services in the pod's namespace), then ``tainted`` (the PreferNoSchedule taints of the
+    feasible nodes that have any)."""
+    reasons = list(_pod_reasons(pod))
     if pods_with_affinity > 0:
-        return CutReason.POD_AFFINITY_IN_CLUSTER
+        reasons.append(CutReason.POD_AFFINITY_IN_CLUSTER)
     if uses_default_spread(pod):
         labels = objects.labels(pod)
         if any(selects(selector, labels) for selector in service_selectors):
-            return CutReason.SELECTED_BY_SERVICE
+            reasons.append(CutReason.SELECTED_BY_SERVICE)
     tolerations = pod_tolerations(pod)
     if any(untolerated(taints, tolerations) for taints in tainted):
-        return CutReason.PREFER_NO_SCHEDULE_TAINT
-    return None
+        reasons.append(CutReason.PREFER_NO_SCHEDULE_TAINT)
+    return reasons
 
 
+def refusal(pod: Mapping[str, Any], *, tainted: Iterable[tuple[Taint, ...]],
+            service_selectors: Iterable[Mapping[str, str]], pods_with_affinity: int
+            ) -> CutReason | None:
+    """The first reason the cut must not apply for ``pod`` (``set_dependent_reasons``)."""
+    reasons = set_dependent_reasons(pod, tainted=tainted, service_selectors=service_selectors,
+                                    pods_with_affinity=pods_with_affinity)
+    return reasons[0] if reasons else None
 
-def scoring_plugins(pod: Mapping[str, Any], *, tainted: Iterable[tuple[Taint, ...]],
-                    service_selectors: Iterable[Mapping[str, str]], pods_with_affinity: int
-                    ) -> frozenset[str]:
-    """Every set-dependent plugin (of ``SET_DEPENDENT_PLUGINS``) that scores ``pod``, by the
-    rules ``refusal`` applies (the same arguments); each one left out gives every feasible
-    node the same score. Empty exactly when ``refusal`` is ``None``."""
-    spec = objects.section(pod, "spec")
-    affinity = objects.section(spec, "affinity")
-    plugins: set[str] = set()
-    if _preferred(objects.section(affinity, "nodeAffinity")):
-        plugins.add("NodeAffinity")
-    if _preferred(objects.section(affinity, "podAffinity")) or \
-            _preferred(objects.section(affinity, "podAntiAffinity")) or pods_with_affinity > 0:
-        plugins.add("InterPodAffinity")
-    if spec.get("resourceClaims"):
-        plugins.add("DynamicResources")
-    constraints = spec.get("topologySpreadConstraints")
-    if constraints:
-        if any(not isinstance(c, Mapping) or c.get("whenUnsatisfiable") == "ScheduleAnyway"
-               for c in constraints):
-            plugins.add("PodTopologySpread")
-    elif controller_spreads(pod) or any(selects(selector, objects.labels(pod))
-                                        for selector in service_selectors):
-        plugins.add("PodTopologySpread")
-    tolerations = pod_tolerations(pod)
-    if any(untolerated(taints, tolerations) for taints in tainted):
-        plugins.add("TaintToleration")
-    return frozenset(plugins)
+
+PLUGIN_OF: dict[CutReason, str] = {
+    CutReason.PREFERRED_NODE_AFFINITY: "NodeAffinity",
+    CutReason.PREFERRED_POD_AFFINITY: "InterPodAffinity",
+    CutReason.POD_AFFINITY_IN_CLUSTER: "InterPodAffinity",
+    CutReason.RESOURCE_CLAIMS: "DynamicResources",
+    CutReason.TOPOLOGY_SPREAD: "PodTopologySpread",
+    CutReason.CONTROLLER_OWNER: "PodTopologySpread",
+    CutReason.SELECTED_BY_SERVICE: "PodTopologySpread",
+    CutReason.PREFER_NO_SCHEDULE_TAINT: "TaintToleration",
+}
+"""The set-dependent plugin (of ``config.score_cut.types.SET_DEPENDENT_PLUGINS``) each reason
+makes score."""
+
+
+def scoring_plugins(reasons: Iterable[CutReason]) -> frozenset[str]:
+    """The set-dependent plugins that score a pod with these ``set_dependent_reasons``; each
+    one left out gives every feasible node the same score."""
+    return frozenset(PLUGIN_OF[reason] for reason in reasons)

@@ -22,7 +22,7 @@ and rules), and the next pod's filter sees them taken before this pod's bind lan
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -34,7 +34,7 @@ from extender.core.score_cut import decide, priorities
 from extender.core.scoring.base import ScoreResult
 from extender.kube import objects
 from extender.kube.filters.facts import Taint
-from extender.kube.score_inert import CutReason, refusal, scoring_plugins
+from extender.kube.score_inert import CutReason, scoring_plugins, set_dependent_reasons
 from extender.scheduling.cycle import PodCycle
 from extender.scheduling.evaluate import Evaluation
 from extender.scheduling.filter import FilterOutcome
@@ -108,34 +108,28 @@ class ScoreCut:
             return CutAnswer(feasible, reason)
         facts = self._facts
         assert facts is not None
-        tainted = facts.tainted_among(feasible)
-        selectors = facts.selectors(objects.namespace(pod_object))
-        with_affinity = facts.pods_with_affinity()
-        set_dependent = refusal(pod_object, tainted=tainted, service_selectors=selectors,
-                                pods_with_affinity=with_affinity)
-        scoring = () if set_dependent is None else scoring_plugins(
-            pod_object, tainted=tainted, service_selectors=selectors,
-            pods_with_affinity=with_affinity)
-        evaluation, scores, positions = self._score(outcome, feasible)
-        decision = decide(priorities(scores[positions]), weight=self._config.extender_weight,
-                          in_tree_spread=self._config.in_tree_spread(scoring),
-                          refusal=set_dependent)
+        reasons = set_dependent_reasons(
+            pod_object, tainted=facts.tainted_among(feasible),
+            service_selectors=facts.selectors(objects.namespace(pod_object)),
+            pods_with_affinity=facts.pods_with_affinity())
+        memo, positions = self._score(outcome, feasible)
+        decision = decide(priorities(memo.answered_scores), weight=self._config.extender_weight,
+                          in_tree_spread=self._config.in_tree_spread(scoring_plugins(reasons)),
+                          refusal=reasons[0] if reasons else None)
         if decision.kept is None:
             return CutAnswer(feasible, decision.reason)
         chosen = np.flatnonzero(decision.kept)
         kept = [feasible[i] for i in chosen.tolist()]
-        memo = cycle.cut
-        assert memo is not None
-        cycle.cut = CutMemo(evaluation, memo.result, scores, kept, scores[positions[chosen]])
+        cycle.cut = replace(memo, answered=kept, answered_scores=memo.scores[positions[chosen]])
         if len(kept) == 1:
             self._hold_one(cycle)
         return CutAnswer(kept, decision.reason, len(feasible) - len(kept))
 
     def _score(self, outcome: FilterOutcome, feasible: list[str]
-               ) -> tuple[Evaluation, npt.NDArray[np.float64], npt.NDArray[np.intp]]:
+               ) -> tuple[CutMemo, npt.NDArray[np.intp]]:
         """Score every feasible node, as prioritize would on the full list, and keep it on
-        the cycle (``CutMemo``, answering every feasible node): (the evaluation, a score per
-        name, the positions of ``feasible`` among the names)."""
+        the cycle (``CutMemo``, answering every feasible node): the memo, and the positions
+        of ``feasible`` among the evaluation's names."""
         cycle = outcome.cycle
         evaluation = outcome.evaluation
         placement = cycle.pod.placement
@@ -143,8 +137,9 @@ class ScoreCut:
         result, scores = self._scorer.scores_of(evaluation, placement, pod=str(cycle.pod.key))
         positions = np.flatnonzero(evaluation.code == Reason.FITS)  # ``feasible``, in order
         assert len(positions) == len(feasible)
-        cycle.cut = CutMemo(evaluation, result, scores, feasible, scores[positions])
-        return evaluation, scores, positions
+        memo = CutMemo(evaluation, result, scores, feasible, scores[positions])
+        cycle.cut = memo
+        return memo, positions
 
     def _hold_one(self, cycle: PodCycle) -> None:
         if self._hold is not None:

@@ -21,6 +21,7 @@ from extender.kube.score_inert import (
     refusal,
     scoring_plugins,
     service_selector,
+    set_dependent_reasons,
 )
 from tests.reference.kube_scoring import (
     IN_TREE_MAX,
@@ -44,7 +45,9 @@ def _scoring(pod: dict[str, Any], nodes: list[RefNode], cluster: RefCluster
                            for n in nodes) if t]
     facts = {"tainted": tainted, "service_selectors": cluster.services,
              "pods_with_affinity": cluster.pods_with_affinity}
-    return refusal(pod, **facts), scoring_plugins(pod, **facts)
+    reasons = set_dependent_reasons(pod, **facts)
+    assert refusal(pod, **facts) == (reasons[0] if reasons else None)
+    return refusal(pod, **facts), scoring_plugins(reasons)
 
 
 def _decision(pod: dict[str, Any], nodes: list[RefNode], cluster: RefCluster, *,
@@ -301,8 +304,8 @@ def test_scoring_plugins_agree_with_the_refusal() -> None:
         {"whenUnsatisfiable": "DoNotSchedule"}]}}, set()),
 ])
 def test_scoring_plugins(pod: dict[str, Any], plugins: set[str]) -> None:
-    assert scoring_plugins(pod, tainted=[], service_selectors=[{"app": "web"}],
-                           pods_with_affinity=0) == plugins
+    assert scoring_plugins(set_dependent_reasons(
+        pod, tainted=[], service_selectors=[{"app": "web"}], pods_with_affinity=0)) == plugins
 
 
 def test_a_runner_up_within_the_scoring_plugins_spread_is_kept() -> None:
