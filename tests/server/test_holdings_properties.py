@@ -2,7 +2,8 @@
 never double-books.
 
 The service is the real one over a fake API server. The rules are what kube-scheduler and the
-API can do to it, in any order: a cycle's filter and prioritize (of a pod's cached, unbound copy,
+API can do to it, in any order: a cycle's filter and prioritize (prioritize only when filter
+answered more than one node, as kube-scheduler calls it; of a pod's cached, unbound copy,
 so also the retried cycle of a pod whose bind answer was lost), a prioritize alone (an invented
 or out-of-order request), a bind to the node prioritize preferred or to any node, a Binding
 that fails, the watch delivering the next events late, a relist, the TTL passing, a pod deleted.
@@ -71,6 +72,9 @@ class Holdings(RuleBasedStateMachine):
                                                         NodeNames=NODES)).document()
         feasible = answer["NodeNames"] or []
         if not feasible:
+            return
+        if len(feasible) == 1:  # kube-scheduler takes it: no prioritize (filter held it)
+            self.preferred[name] = str(feasible[0])
             return
         scores = self.service.verbs.prioritize(ExtenderArgs(
             Pod=pod, Nodes=None, NodeNames=feasible)).document()
