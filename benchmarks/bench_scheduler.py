@@ -47,6 +47,12 @@ Method (one run measures both, side by side, so machine noise hits both alike):
     .venv/bin/python benchmarks/bench_scheduler.py --modes extender --profile /tmp/prof
     .venv/bin/python benchmarks/bench_scheduler.py --owner replicaset   # a Deployment's burst
 
+``--event-qps Q`` runs the ``extender`` mode with ``service.eventQPS: Q`` (the pace of its
+``GpuAssigned`` events while binds keep coming; the shipped default is 20). After every burst
+with the extender, the run waits for the events the pace held back and prints how many were
+written, how late the last one was, and what writing them cost every process per pod (CPU
+spent after the burst, not inside its measured window).
+
 ``--base-tree DIR`` adds the mode ``base``: the extender mode with the extender run from another
 checkout (``git worktree add --detach DIR <commit>``), so a change and its base are measured
 side by side in one invocation (same load, same control plane binaries).
@@ -69,6 +75,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
@@ -396,12 +403,15 @@ def _worker_pid(master: int) -> int | None:
 
 def run(mode: str, nodes: int, pods: int, timeout_s: float,
         profile: Path | None = None, *, base_tree: Path | None = None,
-        apiserver_profile: Path | None = None, owner: str = "none") -> Result:
+        apiserver_profile: Path | None = None, owner: str = "none",
+        event_qps: float | None = None) -> Result:
     with_extender = mode in EXTENDER_MODES
     tree = base_tree if mode == "base" and base_tree is not None else REPO_ROOT
     binaries = find_binaries()
     load_before = os.getloadavg()[0]
     config = NO_EVENTS_CONFIG if mode == "extender-no-events" else None
+    if mode == "extender" and event_qps is not None:
+        config = _paced_config(event_qps)
     spec = (_extender(tree, config) if with_extender else
             _floor(mode == "floor-events") if mode in FLOOR_MODES else None)
     with LocalCluster(None, spec, binaries, apiserver_args=UNTHROTTLED) as cluster:
@@ -468,6 +478,8 @@ def run(mode: str, nodes: int, pods: int, timeout_s: float,
                        for name, seconds in _thread_cpu(metrics).items()}
         control = ControlPlaneMetrics.scrape(cluster)
         delta = control.since(control_before) if control else None
+        if with_extender and stamps:  # after every figure of the burst is read
+            _events_after_burst(cluster, mode, nodes, len(stamps), stamps[-1])
         print(f"nodes={nodes:5d} mode={mode:8s} " + (
             delta.line() if delta else "control plane: no metrics"), flush=True)
         if delta is not None:
@@ -481,6 +493,48 @@ def run(mode: str, nodes: int, pods: int, timeout_s: float,
                       cpu, _counters(metrics) if metrics else None,
                       (load_before, os.getloadavg()[0]), background,
                       _verb_cpu_ms(metrics) if metrics else None, threads or None)
+
+
+def _paced_config(qps: float) -> Path:
+    """A platform config with ``service.eventQPS: qps`` (the rest the defaults)."""
+    path = Path(tempfile.mkdtemp(prefix="bench-events-")) / "paced-events.yaml"
+    path.write_text("apiVersion: gpu-extender.io/v1alpha1\nkind: PlatformConfig\n"
+                    f"service:\n  eventQPS: {qps}\n")
+    return path
+
+
+EVENTS_DRAIN_S = 120.0
+
+
+def _events_after_burst(cluster: LocalCluster, mode: str, nodes: int, bound: int,
+                        last_bind: float) -> None:
+    """Wait until the extender has written (or given up on) an event for every bound pod,
+    and print how late the last one was (to the next 0.5 s poll) and what writing them cost
+    after the burst (the extender's figure includes those polls of its /metrics)."""
+    roots = _roots(cluster, None)
+    before = _cpu_by_process(roots)
+    started = time.monotonic()
+    counters: dict[str, float] = {}
+    while time.monotonic() - started < EVENTS_DRAIN_S:
+        counters = _counters(_metrics(cluster))
+        settled = sum(counters.get(f"events_{name}", 0.0)
+                      for name in ("written", "aggregated", "dropped", "failed", "unwritten"))
+        if settled >= bound:
+            break
+        time.sleep(0.5)  # a scrape of 1,000 nodes' per-GPU series costs the extender too
+    late = time.monotonic() - last_bind
+    after = _cpu_by_process(roots)
+    spent = {name: 1000 * (after[name] - before.get(name, 0.0)) / bound
+             for name in after if name != SYSTEM_SHARE}
+    count = {name: counters.get(f"events_{name}", 0.0)
+             for name in ("written", "deferred", "dropped", "failed")}
+    print(f"nodes={nodes:5d} mode={mode:8s} events after the burst: "
+          f"written {count['written']:.0f} of {bound} bound (held back "
+          f"{count['deferred']:.0f}, dropped {count['dropped']:.0f}, failed "
+          f"{count['failed']:.0f}), all settled {late:.1f} s after the last bind; "
+          "CPU ms per pod spent after the burst: "
+          + ", ".join(f"{name} {value:.2f}" for name, value in sorted(spent.items()))
+          + f", all {sum(spent.values()):.2f}", flush=True)
 
 
 def _start_profiler(cluster: LocalCluster, directory: Path, name: str
@@ -595,6 +649,9 @@ def main(argv: list[str] | None = None) -> int:
                              "(DIR/<mode>-<nodes>.apiserver.pprof)")
     parser.add_argument("--base-tree", type=Path, metavar="DIR",
                         help="mode base: the extender run from this checkout")
+    parser.add_argument("--event-qps", type=float, metavar="Q",
+                        help="run the extender mode with service.eventQPS Q (default: the "
+                             "shipped 20)")
     parser.add_argument("--owner", choices=("none", "replicaset"), default="none",
                         help="replicaset: the pods are a ReplicaSet's, as a Deployment's are "
                              "(PodTopologySpread's system defaults then score them)")
@@ -603,13 +660,16 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--modes base needs --base-tree DIR")
     print(f"# bench_scheduler: {args.pods} one-GPU pods released at once onto N nodes x "
           f"{GPUS_PER_NODE} GPUs; pods/s over the burst (first to last bind)"
-          + ("; the pods are a ReplicaSet's" if args.owner == "replicaset" else ""))
+          + ("; the pods are a ReplicaSet's" if args.owner == "replicaset" else "")
+          + (f"; extender mode: service.eventQPS {args.event_qps:g}"
+             if args.event_qps is not None else ""))
     for nodes in args.nodes:
         results = {}
         for mode in args.modes:  # reported as each ends: a later failure keeps it
             results[mode] = run(mode, nodes, args.pods, args.timeout, args.profile,
                                 base_tree=args.base_tree,
-                                apiserver_profile=args.apiserver_profile, owner=args.owner)
+                                apiserver_profile=args.apiserver_profile, owner=args.owner,
+                                event_qps=args.event_qps)
             _report(results[mode])
         for mine in CALLED_MODES:
             for other in ("plain", "stock"):

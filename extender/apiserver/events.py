@@ -12,13 +12,22 @@ explanation is computed there).
   pod, type and reason within ``window_s`` of the last one become one event whose ``count``
   grows (a merge patch of ``count``, ``lastTimestamp`` and ``message``); what is queued at
   once is folded before it is written.
-- **Owned**: the service starts the writer and stops it; ``stop`` writes what is queued
-  (within a deadline), then ends the thread.
+- **Paced while binds come** (``EventPacing``, ``service.eventQPS`` / ``service.eventBurst``):
+  Normal events are written through a token bucket, as kubelet paces its own
+  (``eventRecordQPS`` / ``eventBurst``), so that a burst of placements does not add one API
+  write per pod to the burst (issue 22: the event was 12-17 % of the whole pipeline's CPU per
+  pod on a loaded control plane). What the bucket holds back waits **composed** (the text, a
+  few hundred bytes: the snapshot the explanation reads is let go at once) in a bounded
+  backlog, and is written as soon as no placement event has arrived for ``idle_s`` (the
+  burst is over) or the bucket refills. Warning events (a failed bind) are never held back.
+- **Owned**: the service starts the writer and stops it; ``stop`` writes what is queued and
+  held back (within a deadline, ignoring the pace), then ends the thread.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import queue
 import threading
 import time
@@ -67,7 +76,40 @@ class _Written:
 
 _Key = tuple[str, str, str, str, str]
 
+
+@dataclass(frozen=True)
+class EventPacing:
+    """The token bucket Normal events are written through while placements keep coming."""
+
+    qps: float = 20.0
+    """Tokens per second; 0: no pacing at all. The default is kube-controller-manager's
+    client pace (``--kube-api-qps`` 20, ``--kube-api-burst`` 30): a cluster-wide controller's,
+    where kubelet's 50 / 100 are one node's."""
+    burst: int = 30
+    """The bucket's size: written at once after a quiet spell."""
+    idle_s: float = 1.0
+    """No placement event for this long: the burst is over, the backlog is written at once."""
+    backlog: int = 16384
+    """Composed events held back at most (~0.5 KiB each); beyond, dropped and counted."""
+
+
+@dataclass
+class _Ready:
+    event: PendingEvent
+    text: str
+    count: int
+    """Submitted events this one stands for (folded: same pod, type and reason)."""
+    taken_in: int
+    """The writer's step that composed it (written in a later one: it was held back)."""
+
+
+UNPACED = EventPacing(qps=0.0)
+"""Every event written as soon as it is composed (tests, the demand controller)."""
+NORMAL = "Normal"
+
 DEFAULT_CAPACITY = 4096
+POLL_S = 0.2
+"""The writer's longest wait for a new event (how soon it sees ``stop``)."""
 DEFAULT_WINDOW_S = 600.0
 """kube's EventCorrelator aggregates within 10 minutes (``maxIntervalInSeconds``)."""
 
@@ -75,7 +117,8 @@ DEFAULT_WINDOW_S = 600.0
 class EventQueue:
     def __init__(self, writer: EventWriter, *, capacity: int = DEFAULT_CAPACITY,
                  window_s: float = DEFAULT_WINDOW_S, batch: int = 64,
-                 remembered: int = 4096, clock: Callable[[], float] = time.monotonic) -> None:
+                 remembered: int = 4096, pacing: EventPacing = UNPACED,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self._writer = writer
         self._queue: queue.Queue[PendingEvent] = queue.Queue(maxsize=capacity)
         self._window = window_s
@@ -86,6 +129,17 @@ class EventQueue:
         self._stopping = threading.Event()
         self._dropped_lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._pacing = pacing
+        self._ready: OrderedDict[_Key, _Ready] = OrderedDict()
+        """Composed Normal events waiting for the pace (the writer thread's own)."""
+        self._urgent: OrderedDict[_Key, _Ready] = OrderedDict()
+        """Composed Warning events of this batch: written before any held-back one."""
+        self._steps = 0
+        """The writer's steps so far (``pump``s)."""
+        self._tokens = float(pacing.burst)
+        self._refilled = clock()
+        self._last_placement = -math.inf
+        """When the last Normal event was submitted (bind threads write, the writer reads)."""
         self.dropped = 0
         """Events refused because the queue was full."""
         self.written = 0
@@ -96,11 +150,16 @@ class EventQueue:
         """Writes the API refused (logged)."""
         self.unwritten = 0
         """Events composed and not written, as asked (``PendingEvent.write``)."""
+        self.deferred = 0
+        """Normal events the pace held back: written in a later step than the one that
+        composed them (after the burst, or as the bucket refilled)."""
 
     # -- the bind side -----------------------------------------------------------------------
 
     def submit(self, event: PendingEvent) -> bool:
         """Queue ``event``; ``False`` (and counted) if the queue is full. Never blocks."""
+        if event.event_type == NORMAL:
+            self._last_placement = self._clock()
         try:
             self._queue.put_nowait(event)
         except queue.Full:
@@ -125,6 +184,15 @@ class EventQueue:
             return
         self._stopping.set()
         thread.join(timeout_s)
+        if thread.is_alive():
+            _log.warning("events not written before shutdown", extra={"fields": {
+                "queued": self._queue.qsize(), "held_back": len(self._ready),
+                "waited_s": timeout_s}})
+
+    @property
+    def pending(self) -> int:
+        """Events submitted and not yet written, dropped or failed (queued or held back)."""
+        return self._queue.unfinished_tasks
 
     def flush(self, timeout_s: float = 10.0) -> bool:
         """Wait until everything submitted so far is written (tests, shutdown)."""
@@ -139,45 +207,121 @@ class EventQueue:
 
     def _run(self) -> None:
         while True:
+            stopping = self._stopping.is_set()
+            wait = self._wait_s()
             try:
-                first = self._queue.get(timeout=0.2)
+                first = self._queue.get(timeout=min(wait, POLL_S)) if wait > 0 \
+                    else self._queue.get_nowait()
             except queue.Empty:
-                if self._stopping.is_set():
-                    return
-                continue
-            batch = [first]
+                first = None
+            if first is not None:
+                self._take([first])
+            self.pump(force=stopping)
+            if stopping and first is None and not self._ready and not self._urgent:
+                return
+
+    def pump(self, *, force: bool = False) -> None:
+        """One step of the writer: compose what is queued and write what the pace allows
+        (everything with ``force``). The writer thread's; tests call it on a queue they did
+        not start."""
+        while True:
+            batch: list[PendingEvent] = []
             while len(batch) < self._batch:
                 try:
                     batch.append(self._queue.get_nowait())
                 except queue.Empty:
                     break
-            try:
-                self.write(batch)
-            except Exception:  # a bug in a writer must not end the thread (events would pile up)
-                self.failed += len(batch)
-                _log.exception("event writer failed")
-            finally:
-                for _ in batch:
-                    self._queue.task_done()
+            self._take(batch)
+            self._write_ready(force=force)
+            if len(batch) < self._batch:
+                self._steps += 1
+                return
 
-    def write(self, batch: list[PendingEvent]) -> None:
-        """Compose, fold and write ``batch`` (the writer thread's step; never raises)."""
-        folded: OrderedDict[_Key, tuple[PendingEvent, str, int]] = OrderedDict()
+    def _take(self, batch: list[PendingEvent]) -> None:
+        """Compose ``batch`` and fold it into what waits to be written (Normal events held
+        back by the pace, the rest written right after)."""
         for event in batch:
-            text = _compose(event)
-            if text is None:
-                continue
-            if not event.write:
-                self.unwritten += 1
-                continue
-            key = (event.pod.namespace, event.pod.name, event.pod.uid, event.event_type,
-                   event.reason)
-            seen = folded.get(key)
-            if seen is not None:
-                self.aggregated += 1
-            folded[key] = (event, text, (seen[2] if seen else 0) + 1)
-        for key, (event, text, count) in folded.items():
-            self._write_one(key, event, text, count)
+            try:
+                text = _compose(event)
+                if text is None or not event.write:
+                    if text is not None:
+                        self.unwritten += 1
+                    self._queue.task_done()
+                    continue
+                key = _key_of(event)
+                waiting = self._ready if event.event_type == NORMAL else self._urgent
+                ready = waiting.get(key)
+                if ready is not None:
+                    self.aggregated += 1
+                    ready.event, ready.text, ready.count = event, text, ready.count + 1
+                elif waiting is self._ready and len(waiting) >= self._pacing.backlog:
+                    with self._dropped_lock:
+                        self.dropped += 1
+                    self._queue.task_done()
+                else:
+                    waiting[key] = _Ready(event, text, 1, self._steps)
+            except Exception:  # a bug here must not lose the rest of the batch
+                self.failed += 1
+                self._queue.task_done()
+                _log.exception("event writer failed")
+
+    def _write_ready(self, *, force: bool) -> None:
+        """Write the Warning events, then the Normal ones in arrival order while the pace
+        allows (all of them when ``force``, after a burst, or with no pacing)."""
+        while self._urgent:
+            self._write_ready_one(*self._urgent.popitem(last=False))
+        while self._ready:
+            key, ready = next(iter(self._ready.items()))
+            if not force and not self._may_write():
+                return
+            del self._ready[key]
+            self._write_ready_one(key, ready)
+
+    def _write_ready_one(self, key: _Key, ready: _Ready) -> None:
+        if ready.taken_in != self._steps:
+            self.deferred += ready.count
+        try:
+            self._write_one(key, ready.event, ready.text, ready.count)
+        except Exception:  # a bug in a writer must not end the thread (events would pile up)
+            self.failed += ready.count
+            _log.exception("event writer failed")
+        finally:
+            for _ in range(ready.count):
+                self._queue.task_done()
+
+    def _may_write(self) -> bool:
+        """Take a token if there is one; ``True`` without one once the burst is over."""
+        pacing = self._pacing
+        if pacing.qps <= 0:
+            return True
+        now = self._clock()
+        if now - self._last_placement >= pacing.idle_s:
+            return True
+        self._refill(now)
+        if self._tokens >= 1.0:
+            self._tokens -= 1.0
+            return True
+        return False
+
+    def _refill(self, now: float) -> None:
+        pacing = self._pacing
+        self._tokens = min(float(pacing.burst),
+                           self._tokens + (now - self._refilled) * pacing.qps)
+        self._refilled = now
+
+    def _wait_s(self) -> float:
+        """How long the writer may wait for new events: its usual poll when nothing waits to
+        be written, else until a token or the end of the burst."""
+        if not self._ready:
+            return POLL_S
+        pacing = self._pacing
+        if pacing.qps <= 0:
+            return 0.0
+        now = self._clock()
+        self._refill(now)
+        until_idle = pacing.idle_s - (now - self._last_placement)
+        until_token = (1.0 - self._tokens) / pacing.qps
+        return max(0.0, min(until_idle, until_token))
 
     def _write_one(self, key: _Key, event: PendingEvent, text: str, count: int) -> None:
         now = self._clock()
@@ -207,6 +351,11 @@ class EventQueue:
         self._recent.move_to_end(key)
         while len(self._recent) > self._remembered:
             self._recent.popitem(last=False)
+
+
+def _key_of(event: PendingEvent) -> _Key:
+    """What folds two events into one (kube's EventCorrelator: pod, type and reason)."""
+    return (event.pod.namespace, event.pod.name, event.pod.uid, event.event_type, event.reason)
 
 
 def _compose(event: PendingEvent) -> str | None:

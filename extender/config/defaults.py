@@ -25,6 +25,8 @@ DEFAULT_SERVICE: dict[str, Any] = {
     "reconcileIntervalSeconds": 300.0,
     "checkCpuMemory": False,
     "placementEvents": True,
+    "eventQPS": 20.0,
+    "eventBurst": 30,
 }
 
 

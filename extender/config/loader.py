@@ -106,6 +106,8 @@ def build_config(raw: dict[str, Any]) -> PlatformConfig:
             reconcile_interval_seconds=float(service["reconcileIntervalSeconds"]),
             check_cpu_memory=bool(service["checkCpuMemory"]),
             placement_events=bool(service["placementEvents"]),
+            event_qps=float(service["eventQPS"]),
+            event_burst=int(service["eventBurst"]),
         ),
         admission=build_admission(raw["admission"]),
         foreign_forms=build_foreign_forms(raw["foreignForms"]),

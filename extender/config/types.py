@@ -134,6 +134,13 @@ class ServiceConfig:
     kube-scheduler's Binding and its ``Scheduled`` event: benchmarks/README.md, issue 22);
     the ``pod placed`` log line, the assignment annotations and ``/debug/explain`` keep the
     same facts. Warning events (a failed bind) are written either way."""
+    event_qps: float = 20.0
+    """While placements keep coming, Normal events are written at most this many per second
+    (a token bucket, as kubelet paces its events; the default is kube-controller-manager's
+    client pace); the rest wait, composed, and are written once no placement has come for a
+    second. 0: no pacing (benchmarks/README.md, issue 22)."""
+    event_burst: int = 30
+    """The bucket's size: events written at once before the pace applies (``eventBurst``)."""
 
 
 class HandoffMode(StrEnum):

@@ -14,7 +14,7 @@ from typing import Any
 
 from extender.apiserver.binder import Binder
 from extender.apiserver.client import ClaimReader, KubeApi, NodeStatusWriter, PodWriter
-from extender.apiserver.events import EventQueue
+from extender.apiserver.events import EventPacing, EventQueue
 from extender.core.scoring.scored_memo import ScoredMemo
 from extender.core.workload import WorkloadMix
 from extender.inventory.store import Inventory
@@ -91,7 +91,9 @@ class ExtenderService:
         facts = ScoreFacts()
         service = cls(platform, client, inventory=inventory, applier=InventoryApplier(
             platform, inventory, on_node_problems=NodeWarnings(client),
-            dra=DraState(platform.catalog)), event_queue=EventQueue(client), claims=client,
+            dra=DraState(platform.catalog)), event_queue=EventQueue(client, pacing=EventPacing(
+                qps=platform.config.service.event_qps,
+                burst=platform.config.service.event_burst)), claims=client,
             facts=facts)
         service.sync = ClusterSync(
             client, service.applier, service.inventory,
@@ -179,7 +181,8 @@ class ExtenderService:
                          "events_aggregated": float(queue.aggregated),
                          "events_dropped": float(queue.dropped),
                          "events_failed": float(queue.failed),
-                         "events_unwritten": float(queue.unwritten)}
+                         "events_unwritten": float(queue.unwritten),
+                         "events_deferred": float(queue.deferred)}
         if self.sync is not None:
             for watcher in (self.sync.nodes, self.sync.pods, *self.sync.dra):
                 counters[f"{watcher.kind}_events_applied"] = float(watcher.events_applied)

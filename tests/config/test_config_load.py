@@ -56,6 +56,7 @@ class TestDefaults:
         assert defaults.service.reconcile_interval_seconds == 300.0
         assert defaults.service.check_cpu_memory is False
         assert defaults.service.placement_events is True
+        assert (defaults.service.event_qps, defaults.service.event_burst) == (20.0, 30)
 
 
 def test_the_shipped_default_yaml_is_exactly_the_defaults(defaults: PlatformConfig) -> None:
@@ -143,6 +144,8 @@ service:
   reconcileIntervalSeconds: 60.5
   checkCpuMemory: true
   placementEvents: false
+  eventQPS: 0
+  eventBurst: 10
 """
     config = load_config_text(text)
     assert config.node_labels.presets == ("gke",)
@@ -160,6 +163,7 @@ service:
     assert config.service.reconcile_interval_seconds == 60.5
     assert config.service.check_cpu_memory is True
     assert config.service.placement_events is False
+    assert (config.service.event_qps, config.service.event_burst) == (0.0, 10)
 
 
 def test_config_values_are_frozen(defaults: PlatformConfig) -> None:

@@ -352,6 +352,22 @@ def test_the_runtime_class_switch_reaches_the_platform_config(helm: Helm) -> Non
     assert "enable" in str(refused.value)
 
 
+def test_the_service_settings_reach_the_platform_config_with_their_types(
+        helm: Helm, tmp_path: Path) -> None:
+    # seconds are numbers, not only integers (the extender accepts 2.5), and the events' pace
+    values = tmp_path / "values.yaml"
+    values.write_text("platform:\n  service:\n    reservationTTLSeconds: 2.5\n"
+                      "    eventQPS: 0\n    eventBurst: 5\n")
+    documents = helm.documents(values_files=(values,))
+    text = _named(documents, "ConfigMap", "-platform")["data"]["platform.yaml"]
+    service = load_config_text(text).service
+    assert (service.reservation_ttl_seconds, service.event_qps, service.event_burst) == \
+        (2.5, 0.0, 5)
+    with pytest.raises(HelmError) as refused:
+        helm.documents(set_values=("platform.service.eventQPS=-1",))
+    assert "/platform/service/eventQPS" in str(refused.value)
+
+
 def test_webhook_without_watch_nodes_has_no_account_and_no_token(helm: Helm) -> None:
     documents = helm.documents(set_values=("webhook.enabled=true", "webhook.watchNodes=false"))
     pod_spec = _named(documents, "Deployment", "-webhook")["spec"]["template"]["spec"]

@@ -106,3 +106,26 @@ def test_with_placement_events_off_the_pod_is_placed_and_explained_without_an_ev
                          description="kube-scheduler's Scheduled event on quiet")
         time.sleep(1.0)
         assert "GpuAssigned" not in reasons()
+
+
+def test_paced_events_still_come_for_every_placement_once_the_burst_is_over(
+        controlplane_binaries: object) -> None:
+    # service.eventQPS 0.2 / eventBurst 1: during a burst, one event, then one per 5 s; the
+    # rest wait, composed, until no bind has come for a second, then are all written
+    config = Path(__file__).parent / "data" / "paced-events.yaml"
+    names = [f"burst-{i}" for i in range(4)]  # the four unprotected GPUs of the fleet
+    with gpu_cluster(extender_config=config) as cluster:
+        make_priced_fleet(cluster)
+        create_pods(cluster, [gpu_pod(name, {"nvidia.com/gpu": 1}) for name in names])
+        nodes = sorted(wait_bound(cluster, name) for name in names)
+        assert nodes == ["l4-0", "l4-0", "t4-0", "t4-0"]
+        started = time.monotonic()
+        messages = [assigned_event(cluster, name).message for name in names]
+        # all four within a few seconds: not 3 x 5 s at the pace (the burst ended)
+        assert time.monotonic() - started < 12
+        assert all(m.startswith("assigned GPU ") for m in messages)
+        with urllib.request.urlopen(f"{cluster.extender_url}/metrics", timeout=10) as answer:
+            metrics = answer.read().decode()
+        deferred = [line for line in metrics.splitlines()
+                    if line.startswith("gpu_extender_events_deferred_total ")]
+        assert deferred and float(deferred[0].split()[1]) >= 1, deferred

@@ -10,7 +10,7 @@ import pytest
 
 from extender.apiserver.binder import Binder
 from extender.apiserver.errors import KubeError
-from extender.apiserver.events import EventQueue, PendingEvent
+from extender.apiserver.events import UNPACED, EventPacing, EventQueue, PendingEvent
 from extender.model import PodKey
 from tests.sync.fake_api import FakeApiServer
 
@@ -29,6 +29,13 @@ class Clock:
 def event(pod: PodKey, reason: str, message: str = "m",
           event_type: str = "Normal") -> PendingEvent:
     return PendingEvent(pod, reason, event_type, message)
+
+
+def write(queue: EventQueue, batch: list[PendingEvent]) -> None:
+    """What the writer thread does with ``batch`` queued at once."""
+    for pending in batch:
+        assert queue.submit(pending)
+    queue.pump(force=True)
 
 
 @pytest.mark.parametrize(("batches", "expected"), [
@@ -50,7 +57,7 @@ def test_same_pod_and_reason_within_the_window_is_one_event_with_a_count(
     pods = {"train": POD, "serve": OTHER}
     queue = EventQueue(api, clock=Clock())
     for batch in batches:
-        queue.write([event(pods[name], reason) for name, reason in batch])
+        write(queue, [event(pods[name], reason) for name, reason in batch])
     assert [(e["pod"], e["reason"], e["count"]) for e in api.events] == expected
     assert queue.aggregated == sum(len(b) for b in batches) - len(expected)
 
@@ -58,18 +65,18 @@ def test_same_pod_and_reason_within_the_window_is_one_event_with_a_count(
 def test_after_the_window_a_new_event_starts() -> None:
     api, clock = FakeApiServer(), Clock()
     queue = EventQueue(api, window_s=600, clock=clock)
-    queue.write([event(POD, "GpuBindFailed", "first")])
+    write(queue, [event(POD, "GpuBindFailed", "first")])
     clock.now += 601  # 601 s > the 600 s window
-    queue.write([event(POD, "GpuBindFailed", "second")])
+    write(queue, [event(POD, "GpuBindFailed", "second")])
     assert [(e["message"], e["count"]) for e in api.events] == [("first", 1), ("second", 1)]
 
 
 def test_an_update_of_a_vanished_event_creates_a_new_one() -> None:
     api = FakeApiServer()
     queue = EventQueue(api, clock=Clock())
-    queue.write([event(POD, "GpuBindFailed")])
+    write(queue, [event(POD, "GpuBindFailed")])
     api.events.clear()  # the API server expired it (events have a TTL)
-    queue.write([event(POD, "GpuBindFailed", "again")])
+    write(queue, [event(POD, "GpuBindFailed", "again")])
     assert [(e["message"], e["count"]) for e in api.events] == [("again", 1)]
 
 
@@ -117,7 +124,7 @@ def test_a_failed_write_or_compose_is_logged_and_the_writer_goes_on(
 
     monkeypatch.setattr(api, "create_event", create_or_refuse)
     with caplog.at_level(logging.WARNING):
-        queue.write([event(POD, "GpuAssigned"),
+        write(queue, [event(POD, "GpuAssigned"),
                      PendingEvent(OTHER, "GpuBindFailed", "Warning", broken),
                      event(OTHER, "GpuAssigned", "ok")])
     assert [(e["pod"], e["message"]) for e in api.events] == [("ml/serve", "ok")]
@@ -161,7 +168,7 @@ def test_an_event_not_to_write_is_composed_and_counted_never_written() -> None:
         composed.append("ml/train")
         return "assigned GPU 0"
 
-    queue.write([PendingEvent(POD, "GpuAssigned", "Normal", compose, write=False),
+    write(queue, [PendingEvent(POD, "GpuAssigned", "Normal", compose, write=False),
                  event(OTHER, "GpuBindFailed", event_type="Warning")])
     assert composed == ["ml/train"]
     assert [(e["pod"], e["reason"]) for e in api.events] == [("ml/serve", "GpuBindFailed")]
@@ -185,3 +192,81 @@ def test_the_binder_writes_placement_events_only_when_asked_and_warnings_always(
     written = [(e["pod"], e["reason"]) for e in api.events]
     assert written == [("ml/train", "GpuAssigned"), ("ml/serve", "GpuBindFailed")][
         0 if placement_events else 1:]
+
+
+# -- the pace (service.eventQPS / eventBurst): a burst of placements is not also a burst of
+# -- API writes; what is held back waits composed and is written once the burst is over
+
+def placed(i: int) -> PendingEvent:
+    return event(PodKey("ml", f"p{i}", f"uid-p{i}"), "GpuAssigned", f"assigned {i}")
+
+
+def test_a_burst_writes_the_bucket_then_one_event_per_token_then_the_rest_once_quiet() -> None:
+    api, clock = FakeApiServer(), Clock()
+    queue = EventQueue(api, pacing=EventPacing(qps=2.0, burst=3, idle_s=1.0), clock=clock)
+    for i in range(6):  # six binds at t = 1000.0
+        queue.submit(placed(i))
+    queue.pump()
+    assert [e["message"] for e in api.events] == ["assigned 0", "assigned 1", "assigned 2"]
+    assert queue.pending == 3  # the bucket held 3 tokens; 3 wait
+    clock.now += 0.25  # 0.25 s x 2/s = 0.5 token: nothing yet
+    queue.pump()
+    assert len(api.events) == 3
+    clock.now += 0.25  # 0.5 s x 2/s = 1 token: one more
+    queue.submit(placed(6))  # a bind still comes: the burst goes on
+    queue.pump()
+    assert [e["message"] for e in api.events][3:] == ["assigned 3"]
+    clock.now += 0.99  # 0.99 s since the last bind: still the burst, 1.98 tokens: one more
+    queue.pump()
+    assert [e["message"] for e in api.events][4:] == ["assigned 4"]
+    clock.now += 0.01  # 1 s without a bind: the burst is over, the rest is written at once
+    queue.pump()
+    assert [e["message"] for e in api.events][5:] == ["assigned 5", "assigned 6"]
+    assert (queue.written, queue.deferred, queue.dropped) == (7, 4, 0)
+    assert queue.pending == 0
+
+
+def test_a_warning_is_never_held_back_behind_placements() -> None:
+    api, clock = FakeApiServer(), Clock()
+    queue = EventQueue(api, pacing=EventPacing(qps=1.0, burst=1, idle_s=60.0), clock=clock)
+    queue.submit(placed(0))
+    queue.submit(placed(1))
+    queue.submit(event(OTHER, "GpuBindFailed", "node gone", event_type="Warning"))
+    queue.pump()
+    assert [e["message"] for e in api.events] == ["node gone", "assigned 0"]
+    assert queue.pending == 1  # "assigned 1" waits
+
+
+def test_held_back_events_fold_and_beyond_the_backlog_are_dropped_and_counted() -> None:
+    api, clock = FakeApiServer(), Clock()
+    queue = EventQueue(api, pacing=EventPacing(qps=1.0, burst=1, idle_s=1.0, backlog=3),
+                       clock=clock)
+    for pending in (placed(0), placed(1), placed(2), placed(1), placed(3)):
+        queue.submit(pending)
+    # p0, p1, p2 composed (the backlog holds 3), p1 again folds, p3 dropped; p0 written
+    queue.pump()
+    assert (queue.written, queue.aggregated, queue.dropped) == (1, 1, 1)
+    clock.now += 1.0
+    queue.pump()
+    assert [(e["pod"], e["count"]) for e in api.events] == [
+        ("ml/p0", 1), ("ml/p1", 2), ("ml/p2", 1)]
+    assert queue.pending == 0  # nothing submitted is left unaccounted
+
+
+def test_stop_writes_what_the_pace_holds_back() -> None:
+    api = FakeApiServer()
+    queue = EventQueue(api, pacing=EventPacing(qps=0.001, burst=1, idle_s=3600.0))
+    queue.start()
+    for i in range(5):
+        queue.submit(placed(i))
+    queue.stop()
+    assert sorted(e["message"] for e in api.events) == [f"assigned {i}" for i in range(5)]
+
+
+def test_without_pacing_every_event_is_written_as_it_comes() -> None:
+    api = FakeApiServer()
+    queue = EventQueue(api, pacing=UNPACED)
+    for i in range(200):
+        queue.submit(placed(i))
+    queue.pump()
+    assert (len(api.events), queue.deferred) == (200, 0)
