@@ -21,6 +21,7 @@ from extender.inventory.snapshot import ClusterSnapshot
 from extender.inventory.store import HoldingState, Inventory
 from extender.kube.score_inert import CutReason
 from extender.model import Verdict
+from extender.server.gpu_series import GpuSeries
 from extender.server.thread_cpu import ThreadCpuCollector
 
 PREFIX = "gpu_extender"
@@ -32,6 +33,8 @@ VERBS = ("filter", "prioritize", "bind", "preempt")
 class ExtenderMetrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry(auto_describe=True)
+        self._gpus: tuple[Inventory, GpuSeries] | None = None
+        """The inventory and its per-GPU series, once attached."""
         r = self.registry
         r.register(ThreadCpuCollector())
         self._latency = Histogram(f"{PREFIX}_request_duration_seconds",
@@ -135,9 +138,16 @@ class ExtenderMetrics:
     def attach_inventory(self, inventory: Inventory, *,
                          extra: Callable[[], dict[str, float]] | None = None) -> None:
         self.registry.register(InventoryCollector(inventory, extra or dict))
+        self._gpus = (inventory, GpuSeries())
 
     def exposition(self) -> bytes:
-        return generate_latest(self.registry)
+        """The registry's families, then the per-GPU ones (``server/gpu_series.py``: kept
+        row by row across scrapes)."""
+        text = generate_latest(self.registry)
+        if self._gpus is None:
+            return text
+        inventory, series = self._gpus
+        return text + series.exposition(inventory.snapshot())
 
 
 def _outcome_of(code: Reason) -> str:
@@ -146,18 +156,17 @@ def _outcome_of(code: Reason) -> str:
             Verdict.UNRESOLVABLE: "unresolvable"}[verdict]
 
 
-MIB = 1024 * 1024
 # Per-GPU series carry dcgm-exporter's label names (as the node agent's do: docs/agent.md), so
 # dashboards join the extender's books, the agent's measurements and DCGM's utilisation on
 # (Hostname, gpu). modelName is the catalog id here (t4, a100-80gb), not NVML's product name.
-GPU_LABELS = ["Hostname", "gpu", "UUID", "modelName"]
 TYPE_LABEL = "modelName"
 
 
 @dataclass(eq=False)
 class InventoryCollector(Collector):
-    """The inventory at scrape time: GPUs per type, per-GPU memory / pods / MIG / replicas,
-    holdings per state. One metric per quantity (totals and parts are separate metrics)."""
+    """The inventory at scrape time: GPUs per type, nodes, DRA, holdings per state (the
+    per-GPU series are ``GpuSeries``'). One metric per quantity (totals and parts are separate
+    metrics)."""
 
     inventory: Inventory
     extra_counters: Callable[[], dict[str, float]]
@@ -180,7 +189,6 @@ class InventoryCollector(Collector):
             gpus_allocated.add_metric([catalog.id_of(t)], float(allocated[t]))
         yield gpus
         yield gpus_allocated
-        yield from _per_gpu_families(snapshot, valid)
         nodes = GaugeMetricFamily(f"{PREFIX}_nodes", "Nodes in the inventory.")
         nodes.add_metric([], float(snapshot.node_valid.sum()))
         yield nodes
@@ -240,41 +248,3 @@ def _dra_families(snapshot: ClusterSnapshot,
     yield allocated
 
 
-def _per_gpu_families(snapshot: ClusterSnapshot,
-                      valid: np.ndarray[tuple[int, int], np.dtype[np.bool_]]
-                      ) -> Iterator[GaugeMetricFamily]:
-    """One series per GPU for each quantity; MIG and replica series only for the GPUs that
-    are partitioned or time-sliced."""
-    def family(name: str, text: str) -> GaugeMetricFamily:
-        return GaugeMetricFamily(f"{PREFIX}_{name}", text, labels=GPU_LABELS)
-
-    memory = family("gpu_memory_bytes", "Memory of one GPU.")
-    memory_free = family("gpu_memory_free_bytes", "Memory of one GPU no pod holds.")
-    pods = family("gpu_pods", "Pods holding part of one GPU.")
-    healthy = family("gpu_healthy", "1 when the GPU is healthy (node agent), else 0.")
-    mig = family("gpu_mig_enabled", "1 when the GPU is MIG-partitioned.")
-    mig_used = family("gpu_mig_slots_used", "MIG slots (of 8 addressable) in use or not "
-                                            "available on a MIG-partitioned GPU.")
-    replicas = family("gpu_replicas", "Time-slice replicas a time-sliced GPU advertises.")
-    replicas_free = family("gpu_replicas_free", "Time-slice replicas of a GPU no pod holds.")
-    catalog = snapshot.catalog
-    rows, slots = np.nonzero(valid)
-    used_slots = np.unpackbits(snapshot.mig_used[rows, slots][:, None], axis=1).sum(axis=1)
-    for i, (row, slot) in enumerate(zip(rows.tolist(), slots.tolist(), strict=True)):
-        name = snapshot.node_names[row]
-        index = int(snapshot.gpu_index[row, slot])
-        info = snapshot.nodes.get(name)
-        uuid = next((d.uuid or "" for d in info.gpus if d.index == index), "") if info else ""
-        labels = [name, str(index), uuid, catalog.id_of(int(snapshot.gpu_type[row, slot]))]
-        memory.add_metric(labels, float(snapshot.total_mib[row, slot]) * MIB)
-        memory_free.add_metric(labels, float(max(int(snapshot.free_mib[row, slot]), 0)) * MIB)
-        pods.add_metric(labels, float(snapshot.pods[row, slot]))
-        healthy.add_metric(labels, 1.0 if snapshot.healthy[row, slot] else 0.0)
-        partitioned = int(snapshot.mig_layout[row, slot]) >= 0
-        mig.add_metric(labels, 1.0 if partitioned else 0.0)
-        if partitioned:
-            mig_used.add_metric(labels, float(used_slots[i]))
-        if int(snapshot.replicas[row, slot]) > 1:
-            replicas.add_metric(labels, float(snapshot.replicas[row, slot]))
-            replicas_free.add_metric(labels, float(snapshot.replicas_free[row, slot]))
-    yield from (memory, memory_free, pods, healthy, mig, mig_used, replicas, replicas_free)
