@@ -27,6 +27,7 @@ DEFAULT_SERVICE: dict[str, Any] = {
     "placementEvents": True,
     "eventQPS": 20.0,
     "eventBurst": 30,
+    "gpuSeries": True,
 }
 
 

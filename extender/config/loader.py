@@ -108,6 +108,7 @@ def build_config(raw: dict[str, Any]) -> PlatformConfig:
             placement_events=bool(service["placementEvents"]),
             event_qps=float(service["eventQPS"]),
             event_burst=int(service["eventBurst"]),
+            gpu_series=bool(service["gpuSeries"]),
         ),
         admission=build_admission(raw["admission"]),
         foreign_forms=build_foreign_forms(raw["foreignForms"]),

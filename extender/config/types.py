@@ -141,6 +141,10 @@ class ServiceConfig:
     second. 0: no pacing (benchmarks/README.md, issue 22)."""
     event_burst: int = 30
     """The bucket's size: events written at once before the pace applies (``eventBurst``)."""
+    gpu_series: bool = True
+    """Serve the per-GPU series on ``/metrics`` (eight per GPU, dcgm-exporter's labels).
+    Off, a fleet's scrape stays small (10,000 nodes x 8 GPUs are ~400,000 series, 36 MB per
+    scrape); the per-type totals stay."""
 
 
 class HandoffMode(StrEnum):

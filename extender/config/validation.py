@@ -36,7 +36,7 @@ ACCELERATOR_KEYS = ("id", "family", "memoryMiB", "price", "protected", "aliases"
 MIG_KEYS = ("slots", "profiles")
 PROFILE_KEYS = ("name", "memoryMiB", "slices", "starts")
 SERVICE_KEYS = ("reservationTTLSeconds", "reconcileIntervalSeconds", "checkCpuMemory",
-                "placementEvents", "eventQPS", "eventBurst")
+                "placementEvents", "eventQPS", "eventBurst", "gpuSeries")
 
 _ID = re.compile(r"^(?=.{1,63}$)[a-z0-9]([a-z0-9.-]*[a-z0-9])?$")
 """A type id or family: pods name it in the ``gpu-extender.io/accelerator`` label, so a label
@@ -422,3 +422,4 @@ def _validate_service(errors: _Errors, service: object) -> None:
     errors.boolean("service.placementEvents", service.get("placementEvents"))
     errors.number("service.eventQPS", service.get("eventQPS"), minimum=0)
     errors.integer("service.eventBurst", service.get("eventBurst"), minimum=1)
+    errors.boolean("service.gpuSeries", service.get("gpuSeries"))

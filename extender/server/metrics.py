@@ -136,9 +136,12 @@ class ExtenderMetrics:
         self._repairs.labels(resource, repair).inc(count)
 
     def attach_inventory(self, inventory: Inventory, *,
-                         extra: Callable[[], dict[str, float]] | None = None) -> None:
+                         extra: Callable[[], dict[str, float]] | None = None,
+                         gpu_series: bool = True) -> None:
+        """``gpu_series``: also serve the per-GPU series (``service.gpuSeries``)."""
         self.registry.register(InventoryCollector(inventory, extra or dict))
-        self._gpus = (inventory, GpuSeries())
+        if gpu_series:
+            self._gpus = (inventory, GpuSeries())
 
     def exposition(self) -> bytes:
         """The registry's families, then the per-GPU ones (``server/gpu_series.py``: kept

@@ -76,7 +76,8 @@ class ExtenderService:
         self._offline_objects: ClusterObjects | None = None
         self._stoppers: list[Callable[[], None]] = []
         self._when_synced: list[Callable[[], None]] = []
-        self.metrics.attach_inventory(self.inventory, extra=self._counters)
+        self.metrics.attach_inventory(self.inventory, extra=self._counters,
+                                      gpu_series=config.gpu_series)
 
     # -- construction ------------------------------------------------------------------------
 

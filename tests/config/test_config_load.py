@@ -57,6 +57,7 @@ class TestDefaults:
         assert defaults.service.check_cpu_memory is False
         assert defaults.service.placement_events is True
         assert (defaults.service.event_qps, defaults.service.event_burst) == (20.0, 30)
+        assert defaults.service.gpu_series is True
 
 
 def test_the_shipped_default_yaml_is_exactly_the_defaults(defaults: PlatformConfig) -> None:
@@ -146,6 +147,7 @@ service:
   placementEvents: false
   eventQPS: 0
   eventBurst: 10
+  gpuSeries: false
 """
     config = load_config_text(text)
     assert config.node_labels.presets == ("gke",)
@@ -164,6 +166,7 @@ service:
     assert config.service.check_cpu_memory is True
     assert config.service.placement_events is False
     assert (config.service.event_qps, config.service.event_burst) == (0.0, 10)
+    assert config.service.gpu_series is False
 
 
 def test_config_values_are_frozen(defaults: PlatformConfig) -> None:

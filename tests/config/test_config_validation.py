@@ -232,6 +232,8 @@ SINGLE_MISTAKES = [
       id="the event bucket holds at least one"),
     P({"service": {"eventBurst": 2.5}}, "service.eventBurst", "must be an integer, got 2.5",
       id="the event bucket holds whole events"),
+    P({"service": {"gpuSeries": "no"}}, "service.gpuSeries", "must be true or false, got 'no'",
+      id="gpuSeries must be a boolean"),
     P({"service": {"port": 8080}}, "service.port", "unknown field; accepted: checkCpuMemory",
       id="an unknown service field is reported"),
     P({"service": "fast"}, "service", "must be a mapping", id="service must be a mapping"),

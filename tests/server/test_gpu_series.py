@@ -5,6 +5,7 @@ from the whole snapshot at every scrape (what the extender did before), through
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 
 import numpy as np
@@ -13,9 +14,11 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 
 from extender.inventory.snapshot import ClusterSnapshot
+from extender.platform import Platform, build_platform
 from extender.server.gpu_series import FAMILIES, GPU_LABELS, MIB, GpuSeries
 from extender.server.service import ExtenderService
-from tests.server.conftest import fixture_bytes, post
+from extender.sync.offline import load_cluster_file
+from tests.server.conftest import DATA, fixture_bytes, post
 
 
 def reference(snapshot: ClusterSnapshot) -> bytes:
@@ -92,3 +95,18 @@ def test_the_metrics_endpoint_serves_them_after_the_registrys_families(
     assert text.index("# TYPE gpu_extender_inventory_synced gauge") < \
         text.index("# TYPE gpu_extender_gpu_memory_bytes gauge")
     assert text.count("# TYPE gpu_extender_gpu_pods gauge") == 1
+
+
+def test_with_gpu_series_off_only_the_per_type_totals_are_served(platform: Platform) -> None:
+    # service.gpuSeries: false keeps a large fleet's scrape small; the totals by type stay
+    quiet = build_platform(dataclasses.replace(
+        platform.config, service=dataclasses.replace(platform.config.service,
+                                                     gpu_series=False)))
+    service = ExtenderService.from_cluster_objects(quiet, load_cluster_file(DATA / "cluster.json"))
+    service.start()
+    try:
+        text = service.metrics.exposition().decode()
+    finally:
+        service.stop()
+    assert 'gpu_extender_gpus{modelName="t4"} 8.0' in text
+    assert not any(f.name in text for f in FAMILIES)
