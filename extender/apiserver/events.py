@@ -33,7 +33,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from extender.apiserver.errors import KubeError, NotFound
@@ -249,17 +249,20 @@ class EventQueue:
                     self._queue.task_done()
                     continue
                 key = _key_of(event)
+                # kept with its text, not with what composed it: a callable holds the bind's
+                # cycle and the snapshot it was scored on (megabytes at 1,000 nodes)
+                composed = replace(event, message=text)
                 waiting = self._ready if event.event_type == NORMAL else self._urgent
                 ready = waiting.get(key)
                 if ready is not None:
                     self.aggregated += 1
-                    ready.event, ready.text, ready.count = event, text, ready.count + 1
+                    ready.event, ready.text, ready.count = composed, text, ready.count + 1
                 elif waiting is self._ready and len(waiting) >= self._pacing.backlog:
                     with self._dropped_lock:
                         self.dropped += 1
                     self._queue.task_done()
                 else:
-                    waiting[key] = _Ready(event, text, 1, self._steps)
+                    waiting[key] = _Ready(composed, text, 1, self._steps)
             except Exception:  # a bug here must not lose the rest of the batch
                 self.failed += 1
                 self._queue.task_done()

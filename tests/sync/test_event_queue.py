@@ -3,8 +3,10 @@ kube's EventBroadcaster (same pod + type + reason within the window: one event, 
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
+import weakref
 
 import pytest
 
@@ -270,3 +272,29 @@ def test_without_pacing_every_event_is_written_as_it_comes() -> None:
         queue.submit(placed(i))
     queue.pump()
     assert (len(api.events), queue.deferred) == (200, 0)
+
+
+def test_a_held_back_event_keeps_its_text_not_what_composed_it() -> None:
+    # the message callable holds the bind's cycle and snapshot: a backlog of them would keep
+    # a snapshot per pod alive for the whole burst
+    class Snapshot:  # stands for what the explanation reads
+        pass
+
+    api, clock = FakeApiServer(), Clock()
+    queue = EventQueue(api, pacing=EventPacing(qps=1.0, burst=1, idle_s=1.0), clock=clock)
+    queue.submit(placed(0))  # takes the only token
+    snapshot = Snapshot()
+    seen = weakref.ref(snapshot)
+
+    def compose(read: Snapshot = snapshot) -> str:
+        return f"assigned 1 ({type(read).__name__})"
+
+    queue.submit(PendingEvent(PodKey("ml", "p1", "uid-p1"), "GpuAssigned", "Normal", compose))
+    del snapshot, compose
+    queue.pump()
+    assert queue.pending == 1  # held back, composed
+    gc.collect()
+    assert seen() is None
+    clock.now += 1.0
+    queue.pump()
+    assert [e["message"] for e in api.events] == ["assigned 0", "assigned 1 (Snapshot)"]
