@@ -193,6 +193,12 @@ class Inventory:
         with self._lock:
             return sorted(self._index)
 
+    def node_info(self, name: str) -> NodeInfo | None:
+        """What the inventory knows of node ``name`` now, without building a snapshot (a
+        snapshot makes the next write copy the arrays it shares)."""
+        with self._lock:
+            return self._nodes.get(name)
+
     # -- pods --------------------------------------------------------------------------------
 
     def observe(self, holding: Holding) -> ApplyReport:

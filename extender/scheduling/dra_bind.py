@@ -33,7 +33,7 @@ class DraBind:
 
     def node(self, name: str) -> NodeInfo | None:
         """The node, if it is DRA-managed."""
-        info = self._inventory.snapshot().nodes.get(name)
+        info = self._inventory.node_info(name)
         return info if info is not None and info.dra else None
 
     def devices(self, key: PodKey, node: NodeInfo) -> Assignment | None:

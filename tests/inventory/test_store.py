@@ -175,3 +175,15 @@ def test_a_node_wider_than_the_arrays_widens_them() -> None:
     snap = inv.snapshot()
     assert snap.n_gpus == 12
     assert (snap.gpu_type[snap.node_index["n"], 2:] == -1).all()
+
+
+def test_node_info_is_the_current_description() -> None:
+    inv = inventory(node("a", count=2))
+    generation = inv.generation
+    assert inv.node_info("a") == node("a", count=2)
+    assert inv.node_info("b") is None
+    inv.upsert_node(node("a", count=4))  # replaced: the new description, at once
+    info = inv.node_info("a")
+    assert info is not None and len(info.gpus) == 4
+    assert inv.remove_node("a") and inv.node_info("a") is None
+    assert inv.generation > generation
