@@ -77,9 +77,10 @@ class GpuSeries:
 
     def _refresh(self, snapshot: ClusterSnapshot) -> None:
         n, version = snapshot.n_nodes, snapshot.node_version
-        if len(self._rows) != n or self._names is not snapshot.node_names:
-            # nodes came or went (the inventory makes a new name tuple then): rows may hold
-            # other nodes, render every one
+        names = snapshot.node_names
+        if len(self._rows) != n or (self._names is not names and self._names != names):
+            # nodes came or went: rows may hold other nodes, render every one (an update of a
+            # node makes a new, equal name tuple: its row's version says it changed)
             self._rows = [_NOTHING] * n
             stale = np.arange(n)
         else:
@@ -87,7 +88,7 @@ class GpuSeries:
         for row in stale.tolist():
             self._rows[row] = _render_row(snapshot, row)
         self.rows_rendered += len(stale)
-        self._names = snapshot.node_names
+        self._names = names
         self._version = version.copy()
 
 

@@ -82,6 +82,15 @@ def test_the_series_are_the_reference_bytes_and_a_change_renders_only_its_row(
     after = series.exposition(changed)
     assert after == reference(changed) and after != first
     assert series.rows_rendered == snapshot.n_nodes + 1
+    # a node updated (a new name tuple, equal): its row alone is rendered again
+    info = changed.nodes["gpu-l4-0"]
+    inventory.upsert_node(dataclasses.replace(info, gpus=tuple(
+        dataclasses.replace(gpu, uuid=f"GPU-{gpu.index:04d}") for gpu in info.gpus)))
+    updated = inventory.snapshot()
+    assert updated.node_names is not changed.node_names
+    text = series.exposition(updated)
+    assert text == reference(updated) and 'UUID="GPU-0003"' in text.decode()
+    assert series.rows_rendered == snapshot.n_nodes + 2
     # a node gone: the rows may hold other nodes now, all are rendered again
     assert inventory.remove_node("gpu-t4-1")
     smaller = inventory.snapshot()
