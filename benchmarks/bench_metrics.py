@@ -25,25 +25,17 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def scrape_costs(n_nodes: int, placements: int) -> dict[str, float]:
-    from extender.inventory.store import Inventory
     from extender.platform import load_platform
     from extender.server.service import ExtenderService
     from extender.server.wire import decode_binding_args, decode_extender_args
-    from extender.sync.apply import InventoryApplier
-    from extender.sync.offline import OfflineCluster, parse_cluster_document
+    from extender.sync.offline import parse_cluster_document
 
     # after the extender: importing bench_verbs puts this checkout first on sys.path
     bench_verbs = importlib.import_module("bench_verbs")
 
     cluster = bench_verbs.burst_cluster(n_nodes)
-    platform = load_platform()
-    inventory = Inventory(platform.catalog)
-    applier = InventoryApplier(platform, inventory)
-    offline = OfflineCluster(applier, inventory)
-    service = ExtenderService(platform, offline, inventory=inventory, applier=applier,
-                              on_new_pod=offline.admit)
-    service.offline = offline
-    service._offline_objects = parse_cluster_document(cluster)
+    service = ExtenderService.from_cluster_objects(load_platform(),
+                                                   parse_cluster_document(cluster))
     service.start()
     clock = time.process_time
 

@@ -81,12 +81,10 @@ _Key = tuple[str, str, str, str, str]
 class EventPacing:
     """The token bucket Normal events are written through while placements keep coming."""
 
-    qps: float = 20.0
-    """Tokens per second; 0: no pacing at all. The default is kube-controller-manager's
-    client pace (``--kube-api-qps`` 20, ``--kube-api-burst`` 30): a cluster-wide controller's,
-    where kubelet's 50 / 100 are one node's."""
-    burst: int = 30
-    """The bucket's size: written at once after a quiet spell."""
+    qps: float
+    """Tokens per second (``service.eventQPS``); 0: no pacing at all."""
+    burst: int
+    """The bucket's size: written at once after a quiet spell (``service.eventBurst``)."""
     idle_s: float = 1.0
     """No placement event for this long: the burst is over, the backlog is written at once."""
     backlog: int = 16384
@@ -103,7 +101,7 @@ class _Ready:
     """The writer's step that composed it (written in a later one: it was held back)."""
 
 
-UNPACED = EventPacing(qps=0.0)
+UNPACED = EventPacing(qps=0.0, burst=1)
 """Every event written as soon as it is composed (tests, the demand controller)."""
 NORMAL = "Normal"
 
@@ -197,7 +195,7 @@ class EventQueue:
     def flush(self, timeout_s: float = 10.0) -> bool:
         """Wait until everything submitted so far is written (tests, shutdown)."""
         deadline = self._clock() + timeout_s
-        while self._queue.unfinished_tasks:
+        while self.pending:
             if self._clock() > deadline:
                 return False
             time.sleep(0.005)

@@ -136,9 +136,11 @@ class ServiceConfig:
     same facts. Warning events (a failed bind) are written either way."""
     event_qps: float = 20.0
     """While placements keep coming, Normal events are written at most this many per second
-    (a token bucket, as kubelet paces its events; the default is kube-controller-manager's
-    client pace); the rest wait, composed, and are written once no placement has come for a
-    second. 0: no pacing (benchmarks/README.md, issue 22)."""
+    (a token bucket, as kubelet paces its events); the rest wait, composed, and are written
+    once no placement has come for a second. 0: no pacing (benchmarks/README.md, issue 22).
+    The default is kube-controller-manager's client pace (``--kube-api-qps`` 20,
+    ``--kube-api-burst`` 30): a cluster-wide controller's, where kubelet's 50 / 100 are one
+    node's."""
     event_burst: int = 30
     """The bucket's size: events written at once before the pace applies (``eventBurst``)."""
     gpu_series: bool = True
