@@ -35,7 +35,8 @@ prioritized on the names the exact cut kept (its cluster facts known: no taints,
 affinity; not at all when one name is kept, as kube-scheduler skips prioritize for one
 node: ``prioritize_calls_per_pod``) and bound to the best (offline, so the binding is applied
 to the inventory at once: each pod changes the row of the one before, as in the burst).
-Median thread CPU per call, after ``--warmup`` pods.
+Median thread CPU per call, after ``--warmup`` pods. Run twice, without and with the warm the
+worker runs once a filter's answer is sent (``scheduling/warm.py``; timed apart from filter).
 
 Cluster: per 10 nodes, 3 L4 x8, 2 T4 x4, 1 A10G x4, 1 A100-80GB x8 (protected), 1 A100-80GB
 x8 with dynamic MIG (node agent annotation), 1 A100-80GB with mixed-strategy MIG (allocatable
@@ -431,7 +432,7 @@ def burst_pod(serial: int) -> JSON:
             "status": {"phase": "Pending", "qosClass": "Burstable"}}
 
 
-def burst(n_nodes: int, pods: int, warmup: int) -> JSON:
+def burst(n_nodes: int, pods: int, warmup: int, warm: bool = True) -> JSON:
     """Filter (exact cut on), prioritize and bind per pod of a burst; median CPU per call."""
     from extender.inventory.store import Inventory
     from extender.platform import load_platform
@@ -458,7 +459,7 @@ def burst(n_nodes: int, pods: int, warmup: int) -> JSON:
     verbs, clock = service.verbs, time.thread_time_ns
     free = {item["metadata"]["name"]: 8 for item in cluster["items"]}
     order = random.Random(7)
-    spent: dict[str, list[int]] = {"filter": [], "prioritize": [], "bind": []}
+    spent: dict[str, list[int]] = {"filter": [], "prioritize": [], "bind": [], "warm": []}
     kept = 0
     for i in range(warmup + pods):
         pod = burst_pod(i)
@@ -468,6 +469,10 @@ def burst(n_nodes: int, pods: int, warmup: int) -> JSON:
         started = clock()
         answer = verbs.filter(decode_extender_args(body))
         filtered = clock()
+        if warm:  # what the worker does once the answer is sent (scheduling.warm)
+            verbs.warm_next()
+            if i >= warmup:
+                spent["warm"].append(clock() - filtered)
         feasible = orjson.loads(answer.body)["NodeNames"]
         if len(feasible) == 1:  # kube-scheduler takes it: no scoring, no prioritize
             best = feasible[0]
@@ -614,12 +619,15 @@ def main() -> int:
             return 0
         if args.burst:
             for size in args.sizes:
-                row = burst(size, args.cycles, args.warmup)
-                rows.append(row)
-                print(f"{size:>6} nodes, {row['pods']} pods, {row['kept_per_pod']} names kept "
-                      f"per pod | filter {row['filter_cpu_us']} us | prioritize "
-                      f"{row['prioritize_cpu_us']} us x {row['prioritize_calls_per_pod']} "
-                      f"per pod | bind {row['bind_cpu_us']} us (median thread CPU per call)")
+                for warm in (False, True):
+                    row = burst(size, args.cycles, args.warmup, warm=warm)
+                    rows.append({**row, "warm": warm})
+                    print(f"{size:>6} nodes, {row['pods']} pods, warm {'on ' if warm else 'off'}"
+                          f", {row['kept_per_pod']} names kept per pod | filter "
+                          f"{row['filter_cpu_us']} us + warm {row['warm_cpu_us']} us | "
+                          f"prioritize {row['prioritize_cpu_us']} us x "
+                          f"{row['prioritize_calls_per_pod']} per pod | bind "
+                          f"{row['bind_cpu_us']} us (median thread CPU per call)")
             if args.output:
                 args.output.parent.mkdir(parents=True, exist_ok=True)
                 args.output.write_bytes(orjson.dumps(rows, option=orjson.OPT_INDENT_2))

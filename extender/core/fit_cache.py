@@ -15,12 +15,14 @@ the cluster), else ``fit`` runs as before. Equal to ``fit`` on every snapshot
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 import numpy as np
 import numpy.typing as npt
 
 from extender.core.fit import FitResult, fit
 from extender.core.request import PlacementRequest
-from extender.inventory.snapshot import ClusterSnapshot, Derived, RowCache
+from extender.inventory.snapshot import ClusterSnapshot, Derived, RowCache, RowFunction
 
 DEFAULT_REQUESTS = 8
 """Requests kept: each holds (n_nodes, 3 + n_gpus) numbers (~40 KB at 1,000 nodes)."""
@@ -41,13 +43,33 @@ class FitCache:
         rows = np.asarray(rows, dtype=np.int64)
         if len(rows) * 2 < snapshot.n_nodes:
             return fit(snapshot, req, rows, check_cpu_memory=self._check_cpu_memory)
+        code, params, units = self._cache.use(
+            self._key(snapshot, req), snapshot, self._compute(req),
+            lambda arrays: tuple(a.take(rows, axis=0) for a in arrays))
+        return FitResult(rows=rows, code=code, params=params, units=units)
+
+    def refresh(self, snapshot: ClusterSnapshot, req: PlacementRequest) -> FitResult | None:
+        """Bring ``req``'s kept fit up to date with ``snapshot``: its fit on the rows that
+        changed (``rows``, possibly none); ``None`` (nothing computed) if no call kept it
+        (``RowCache.refresh``)."""
+        key = self._key(snapshot, req)
+        changed = self._cache.refresh(key, snapshot, self._compute(req))
+        if changed is None:
+            return None
+        code, params, units = self._cache.use(
+            key, snapshot, self._compute(req),
+            lambda arrays: tuple(a.take(changed, axis=0) for a in arrays))
+        return FitResult(rows=changed, code=code, params=params, units=units)
+
+    @staticmethod
+    def _key(snapshot: ClusterSnapshot, req: PlacementRequest) -> Hashable:
+        return req, bool(snapshot.node_dra.shape[0]), snapshot.cache
+
+    def _compute(self, req: PlacementRequest) -> RowFunction:
         check = self._check_cpu_memory
 
         def compute(snap: ClusterSnapshot, stale: npt.NDArray[np.int64]) -> Derived:
             result = fit(snap, req, stale, check_cpu_memory=check)
             return result.code, result.params, result.units
 
-        code, params, units = self._cache.use(
-            (req, bool(snapshot.node_dra.shape[0]), snapshot.cache), snapshot, compute,
-            lambda arrays: tuple(a.take(rows, axis=0) for a in arrays))
-        return FitResult(rows=rows, code=code, params=params, units=units)
+        return compute

@@ -51,7 +51,7 @@ class RowCache:
     """
 
     def __init__(self, max_keys: int = 8) -> None:
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._max_keys = max_keys
         self._entries: OrderedDict[Hashable, _Entry] = OrderedDict()
 
@@ -59,6 +59,25 @@ class RowCache:
                rows: npt.NDArray[np.int64]) -> Derived:
         """``compute(snapshot, rows)``, from cache where rows did not change (new arrays)."""
         return self.use(key, snapshot, compute, lambda arrays: tuple(a[rows] for a in arrays))
+
+    def refresh(self, key: Hashable, snapshot: ClusterSnapshot, compute: RowFunction
+                ) -> npt.NDArray[np.int64] | None:
+        """Bring ``key``'s arrays up to date with ``snapshot`` if the cache holds them: the
+        rows that were computed (sorted; empty if none had changed, every row if the
+        snapshot's shape changed). ``None`` (nothing computed) if the cache does not hold
+        ``key``: a refresh ahead of the next call never fills the cache for a key no call
+        asked for."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                return None
+            n = snapshot.n_nodes
+            if entry.version.shape[0] != n or entry.width != snapshot.n_gpus:
+                stale = np.arange(n, dtype=np.int64)  # ``use`` recomputes them all
+            else:
+                stale = np.flatnonzero(entry.version != snapshot.node_version)
+            self.use(key, snapshot, compute, _nothing)  # the lock is reentrant
+            return stale
 
     def use(self, key: Hashable, snapshot: ClusterSnapshot, compute: RowFunction,
             pick: Callable[[Derived], T]) -> T:
@@ -93,6 +112,10 @@ class RowCache:
             while len(self._entries) > self._max_keys:
                 self._entries.popitem(last=False)
             return pick(entry.arrays)
+
+
+def _nothing(arrays: Derived) -> None:
+    return None
 
 
 @dataclass

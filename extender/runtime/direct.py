@@ -55,6 +55,10 @@ class DirectRoute(Protocol):
     def answer_late(self, received: int, length: int) -> tuple[int, bytes]:
         """The answer when the body did not arrive within ``body_read_timeout_s``."""
 
+    def after_answer(self) -> None:
+        """Work the answer did not wait for, once it is sent (or could not be); never
+        raises."""
+
 
 def offer_direct_routes(app: Any, routes: Mapping[str, DirectRoute]) -> None:
     """Let the worker answer ``routes`` (path -> route) of the Flask ``app`` itself."""

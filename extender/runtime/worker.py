@@ -313,9 +313,13 @@ class HeadDeadlineWorker(ThreadWorker):  # type: ignore[misc]
                 return
             if sent == len(payload):
                 self._after_direct(conn, not close, rest)
+                # before the loop takes the next request: kube-scheduler is busy with its
+                # own filters for the next pod now
+                request.route.after_answer()
                 return
             # the client reads slowly: a pool thread writes the rest, under the deadline
             future = self.tpool.submit(self._send, conn, request.route, payload[sent:], close)
+            request.route.after_answer()
         else:
             future = self.tpool.submit(self._answer_direct, conn, request.route, body, close)
         future.add_done_callback(lambda done: self.method_queue.defer(
@@ -326,7 +330,9 @@ class HeadDeadlineWorker(ThreadWorker):  # type: ignore[misc]
                        ) -> bool:
         """Answer and write the answer (a pool thread); whether the connection stays."""
         status, answer = route.answer_body(body)
-        return self._send(conn, route, response_bytes(status, answer, close=close), close)
+        kept = self._send(conn, route, response_bytes(status, answer, close=close), close)
+        route.after_answer()
+        return kept
 
     @staticmethod
     def _send(conn: TConn, route: DirectRoute, payload: bytes, close: bool) -> bool:

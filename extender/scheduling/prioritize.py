@@ -28,7 +28,13 @@ import numpy.typing as npt
 from extender.core.assign import NoFitError
 from extender.core.fit import FitResult
 from extender.core.request import PlacementRequest
-from extender.core.scoring.base import Explainer, NodeTerms, ScoreResult, Strategy
+from extender.core.scoring.base import (
+    Explainer,
+    NodeTerms,
+    Refresher,
+    ScoreResult,
+    Strategy,
+)
 from extender.errors import CapacityError, UnknownNodeError
 from extender.inventory.snapshot import ClusterSnapshot
 from extender.inventory.store import HoldingState, Inventory
@@ -75,6 +81,7 @@ class Scorer:
     def __init__(self, strategy: Strategy, *,
                  on_failure: Callable[[], None] | None = None) -> None:
         self.strategy = strategy
+        self._refreshes = isinstance(strategy, Refresher)
         self._explains = isinstance(strategy, Explainer)
         """Checked once: a runtime-checkable protocol's ``isinstance`` walks its members on
         every call (~7 % of a placement's explanation)."""
@@ -93,6 +100,20 @@ class Scorer:
                 if self._on_failure is not None:
                     self._on_failure()
                 return fallback_scores(fit)
+
+    def refresh(self, snapshot: ClusterSnapshot, placement: PlacementRequest,
+                fit: FitResult) -> None:
+        """The strategy's ``Refresher.refresh``, if it has one; a failure is logged, never
+        raised (the next ``score`` does the same work itself)."""
+        if not self._refreshes:
+            return
+        refresher = cast(Refresher, self.strategy)
+        with self._lock:
+            try:
+                refresher.refresh(snapshot, placement, fit)
+            except Exception:
+                _log.exception("strategy refresh failed", extra={
+                    "fields": {"strategy": type(self.strategy).__name__}})
 
     def explain(self, snapshot: ClusterSnapshot, placement: PlacementRequest, fit: FitResult,
                 rows: npt.NDArray[np.int64]) -> list[NodeTerms] | None:

@@ -4,8 +4,9 @@ per-pod cycles.
 Lock order (a lock may be held while taking the ones after it, never the reverse):
 
 - bind: ``Bind._lock`` -> ``Inventory._lock`` (an RLock); the API calls run after both;
-- prioritize and explain: ``Scorer._lock`` -> ``RowCache._lock`` and ``WorkloadMix._lock``
-  (the strategy reads its row cache and the mix);
+- prioritize, explain and the warm after an answer (``warm.py``): ``Scorer._lock`` ->
+  ``RowCache._lock`` and ``WorkloadMix._lock`` (the strategy reads its row cache and the
+  mix);
 - sync: ``InventoryApplier._lock`` -> ``Inventory._lock``, and -> ``PlacedPods._lock``, then
   ``WorkloadMix._lock`` (``on_placed``); offline, ``OfflineCluster._lock`` is released before
   it calls the applier;
@@ -39,6 +40,7 @@ from extender.scheduling.mix import PlacedPods
 from extender.scheduling.place import Placement, place
 from extender.scheduling.ports import BindWriter, ClaimReader, PodReader
 from extender.scheduling.prioritize import Prioritize, Scorer
+from extender.scheduling.warm import Warmer
 
 
 @dataclass(frozen=True, eq=False)
@@ -110,6 +112,7 @@ class Scheduler:
                                      reservation_ttl=reservation_ttl)
         self.cut = ScoreCut(platform.config.score_cut, self.scorer, cut_facts,
                             hold=self.prioritize.hold_cut)
+        self.warm = Warmer(inventory, self.evaluator, self.scorer)
         self.bind = Bind(inventory, self.cycles, binder, api, self.placed,
                          announce=self.announcer, unanswered_ttl=reservation_ttl,
                          handoff=self.evaluator.handoff, claims=claims)

@@ -170,6 +170,7 @@ class ExtenderService:
                     "fit_cache_hits": float(self.verbs.fit_cache_hits),
                     "rows_memo_hits": float(self.scheduler.evaluator.rows.hits),
                     "decode_memo_hits": float(self.scheduler.cycles.decoded.hits),
+                    "rows_warmed": float(self.scheduler.warm.runs),
                     "binding_echoes_read": float(self.applier.unbound.hits),
                     "binding_requests": float(self.binder.requests),
                     "binding_request_seconds": float(self.binder.request_seconds)}

@@ -56,9 +56,13 @@ class VerbRoute(Generic[Args]):
 
     def __init__(self, verb: str, decode: Callable[[bytes], Args],
                  handle: Callable[[Args], Answer], failure: Callable[[Args, str], Answer], *,
-                 metrics: ExtenderMetrics, limits: RequestLimits, inline: bool = False) -> None:
+                 metrics: ExtenderMetrics, limits: RequestLimits, inline: bool = False,
+                 after: Callable[[], None] | None = None) -> None:
         """``inline``: the worker may answer it on its event-loop thread (``runtime.direct``):
-        short CPU-only verbs that kube-scheduler calls one at a time (filter, prioritize)."""
+        short CPU-only verbs that kube-scheduler calls one at a time (filter, prioritize).
+        ``after``: work the answer does not wait for, run once it is sent (``after_answer``:
+        the worker calls it; on the WSGI path the body's ``close``, which the server calls
+        once the body is written)."""
         self.verb = verb
         self._decode = decode
         self._handle = handle
@@ -68,6 +72,7 @@ class VerbRoute(Generic[Args]):
         self._add_cpu = metrics.add_cpu[verb]
         self._limits = limits
         self.inline = inline
+        self._after = after
 
     # -- what the head-deadline worker calls directly (``runtime.direct.DirectRoute``) -------
 
@@ -78,6 +83,18 @@ class VerbRoute(Generic[Args]):
     @property
     def body_read_timeout_s(self) -> float:
         return self._limits.body_read_timeout_s
+
+    def after_answer(self) -> None:
+        """``after`` (work no answer waits for), its CPU counted as this verb's; never
+        raises."""
+        if self._after is None:
+            return
+        cpu_started = time.thread_time()
+        try:
+            self._after()
+        except Exception:
+            _log.exception("work after the answer failed", extra={"fields": {"verb": self.verb}})
+        self._add_cpu(time.thread_time() - cpu_started)
 
     def answer_late(self, received: int, length: int) -> tuple[int, bytes]:
         self._metrics.decision(self.verb, "malformed")
@@ -162,7 +179,19 @@ class VerbRoutes:
                 status, body = 500, _error(f"internal error: {type(exc).__name__}")
         headers.append(("Content-Length", str(len(body))))
         start_response(STATUS[status], headers)
-        return [body]
+        return _Body(body, route.after_answer)
+
+
+class _Body(list[bytes]):
+    """A WSGI body whose ``close`` (the server calls it once the body is sent, PEP 3333)
+    runs the route's work after the answer."""
+
+    def __init__(self, body: bytes, after: Callable[[], None]) -> None:
+        super().__init__([body])
+        self._after = after
+
+    def close(self) -> None:
+        self._after()
 
 
 def read_body(environ: Mapping[str, Any], limits: RequestLimits) -> bytes:

@@ -73,6 +73,9 @@ class SchedulingVerbs:
             return encode_document(filter_error(args, NOT_SYNCED))
         evaluation = outcome.evaluation
         assert evaluation is not None
+        placement = outcome.cycle.pod.placement
+        if placement is not None and not outcome.bound:
+            self.scheduler.warm.expect(placement)
         self._metrics.node_verdicts(evaluation.code)
         feasible, failed, unresolvable = group_failures(evaluation, self._messages,
                                                         outcome.cycle.pod.request)
@@ -89,7 +92,15 @@ class SchedulingVerbs:
         self._metrics.decision("prioritize", outcome.decision.value)
         if outcome.scores is None:
             return NO_PRIORITIES
+        placement = outcome.cycle.pod.placement
+        if placement is not None:  # it may have held GPUs: rows changed for the next pod
+            self.scheduler.warm.expect(placement)
         return encode_priorities(names, wire_scores(outcome.scores))
+
+    def warm_next(self) -> None:
+        """After a filter or prioritize answer is sent: refresh what the next pod of the same
+        request reads (``scheduling.warm``)."""
+        self.scheduler.warm.run()
 
     def bind(self, args: ExtenderBindingArgs) -> Answer:
         key = PodKey(args["PodNamespace"], args["PodName"], args["PodUID"])

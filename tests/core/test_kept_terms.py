@@ -54,6 +54,21 @@ def whole_requests(rng: np.random.Generator, snap: ClusterSnapshot, count: int
     return out
 
 
+def count_local_rows(strategy: CostFragmentation, monkeypatch: pytest.MonkeyPatch
+                     ) -> tuple[list[int], Any]:
+    """Record the rows of each ``_local`` call of ``strategy``: (the list it fills, the
+    uncounted ``_local``)."""
+    computed: list[int] = []
+    local = strategy._local
+
+    def counted(snap: ClusterSnapshot, req: PlacementRequest, result: FitResult) -> Any:
+        computed.append(len(result.rows))
+        return local(snap, req, result)
+
+    monkeypatch.setattr(strategy, "_local", counted)
+    return computed, local
+
+
 def assert_same_bits(got: Terms, want: Terms) -> None:
     for field in dataclasses.fields(Terms):
         g, w = getattr(got, field.name), getattr(want, field.name)
@@ -69,14 +84,7 @@ def test_kept_terms_equal_fresh_terms_through_placements_and_changes(
     context = StrategyContext(catalog(), platform().config.scoring,
                               WorkloadMix(memory_per_gpu=32768.0), np.random.default_rng(seed))
     strategy = CostFragmentation(context)
-    refreshed: list[int] = []  # rows each kept refresh computed
-    local = strategy._local
-
-    def counted(snap: ClusterSnapshot, req: PlacementRequest, result: FitResult) -> Any:
-        refreshed.append(len(result.rows))
-        return local(snap, req, result)
-
-    monkeypatch.setattr(strategy, "_local", counted)
+    refreshed, local = count_local_rows(strategy, monkeypatch)  # rows each refresh computed
     requests = whole_requests(rng, inv.snapshot(), 3)
     for step in range(STEPS):
         snap = inv.snapshot()

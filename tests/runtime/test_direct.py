@@ -20,6 +20,9 @@ class Route:
     def answer_late(self, received: int, length: int) -> tuple[int, bytes]:
         return 408, b"{}"
 
+    def after_answer(self) -> None:
+        pass
+
 
 ROUTES: dict[bytes, DirectRoute] = {b"/filter": Route()}
 GO = (b"POST /filter HTTP/1.1\r\nHost: 127.0.0.1:8888\r\nUser-Agent: Go-http-client/1.1\r\n"

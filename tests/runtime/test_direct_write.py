@@ -32,6 +32,9 @@ class Route:
     def answer_late(self, received: int, length: int) -> tuple[int, bytes]:
         return 408, b"{}"
 
+    def after_answer(self) -> None:
+        pass
+
 
 class Deferred:
     """gunicorn's method queue: callbacks for the event loop (run here by the test)."""
@@ -84,3 +87,28 @@ def test_a_slow_reader_gets_its_whole_answer_from_a_pool_thread() -> None:
     w.tpool.shutdown()
     server.close()
     client.close()
+
+
+def test_the_work_after_an_answer_runs_once_the_client_has_it() -> None:
+    """``after_answer`` (``scheduling.warm``): on the event loop, after the whole answer is
+    on the socket, before the connection goes back to the poller for the next request."""
+    server, client = socket.socketpair()
+    server.setblocking(False)
+    conn: Any = SimpleNamespace(sock=server, client="test", timeout=None, parser=None)
+    conn.set_timeout = lambda: None
+    w = worker()
+    expected = response_bytes(200, b"{}", close=False)
+    seen: list[bytes] = []
+
+    class Small(Route):
+        def answer_body(self, body: bytes) -> tuple[int, bytes]:
+            return 200, b"{}"
+
+        def after_answer(self) -> None:
+            client.settimeout(5)
+            seen.append(client.recv(1 << 16))  # already there: sent before this ran
+            seen.append(b"kept" if conn in w.keepalived_conns else b"not kept")
+
+    w._serve_direct(conn, DirectRequest(Small(), body_start=0, length=2, close=False),
+                    bytearray(b"{}"))
+    assert seen == [expected, b"kept"]

@@ -190,6 +190,10 @@ class RecentRequests:
     def __init__(self) -> None:
         self._seen: OrderedDict[PlacementRequest, None] = OrderedDict()
 
+    def seen(self, req: PlacementRequest) -> bool:
+        """Whether ``req`` is among the last ones asked about (remembers nothing)."""
+        return req in self._seen
+
     def again(self, req: PlacementRequest) -> bool:
         """Whether ``req`` was asked about before; it is remembered from now on."""
         seen = req in self._seen

@@ -140,6 +140,19 @@ class Explainer(Protocol):
                 rows: npt.NDArray[np.int64]) -> list[NodeTerms]: ...
 
 
+@runtime_checkable
+class Refresher(Protocol):
+    """An optional extension of ``Strategy``: bring what ``score`` keeps for ``req`` up to
+    date with ``snapshot`` ahead of the next call (``scheduling.warm``: after an answer is
+    sent, while kube-scheduler runs its own filters for the next pod). ``fit``: ``req``'s
+    fit on the rows of ``snapshot`` that changed since the request's fit was last kept (any
+    other row it needs, it fits itself). It must change no score: only do early what the next
+    ``score`` on the same snapshot would do anyway."""
+
+    def refresh(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult
+                ) -> None: ...
+
+
 def deciding_term(chosen: NodeTerms, other: NodeTerms) -> Term | None:
     """The first key term on which ``chosen`` and ``other`` differ (the one that ranked
     them), ``None`` if their keys are equal (a tie broken by the caller)."""

@@ -173,7 +173,7 @@ from __future__ import annotations
 
 import math
 import zlib
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
@@ -199,7 +199,7 @@ from extender.core.scoring.rank import buckets, top_rank_scores
 from extender.core.scoring.scored_memo import ScoredMemo, positions_of
 from extender.core.scoring.snapshot_memo import SnapshotMemo
 from extender.core.workload import gpu_equivalents
-from extender.inventory.snapshot import ClusterSnapshot, Derived, RowCache
+from extender.inventory.snapshot import ClusterSnapshot, Derived, RowCache, RowFunction
 from extender.model import RequestKind
 from extender.units import MILLI
 
@@ -523,9 +523,29 @@ class CostFragmentation:
         computation over every row gives (``tests/core/test_kept_terms.py``)."""
         positions = np.flatnonzero(fit.fits)
         rows = fit.rows[positions]
+        kept = self._kept.use(self._kept_key(snapshot, req), snapshot,
+                              self._kept_compute(req, fit),
+                              lambda arrays: tuple(a.take(rows) for a in arrays))
+        values = dict(zip(KEPT_FIELDS, kept, strict=True))
+        if np.isnan(values["delta"]).any():
+            return None
+        n = len(rows)
+        return Local(rows=rows, choice=np.full(n, -1, dtype=np.int16), leftover=np.zeros(n),
+                     **values)
+
+    def _kept_key(self, snapshot: ClusterSnapshot, req: PlacementRequest) -> Hashable:
+        return self.frag.model(), req, bool(snapshot.node_dra.shape[0]), snapshot.cache
+
+    def _kept_compute(self, req: PlacementRequest, fit: FitResult, *,
+                      changed: bool = False) -> RowFunction:
+        """``_kept_local``'s row function: ``_local`` on the changed rows (their fit read
+        from ``fit``, the caller's on the same snapshot, where it has them; ``changed``: ``fit``
+        is the fit of the rows that changed, used as it is when they are the ones to
+        compute)."""
 
         def compute(snap: ClusterSnapshot, stale: npt.NDArray[np.int64]) -> Derived:
-            local = self._local(snap, req, fit_at_rows(snap, req, fit, stale))
+            exact = changed and len(stale) == len(fit.rows) and np.array_equal(stale, fit.rows)
+            local = self._local(snap, req, fit if exact else fit_at_rows(snap, req, fit, stale))
             at = np.searchsorted(stale, local.rows) if len(local.rows) else local.rows
             out: list[npt.NDArray[Any]] = []
             for name in KEPT_FIELDS:
@@ -536,15 +556,23 @@ class CostFragmentation:
                 out.append(array)
             return tuple(out)
 
-        key = (self.frag.model(), req, bool(snapshot.node_dra.shape[0]), snapshot.cache)
-        kept = self._kept.use(key, snapshot, compute,
-                              lambda arrays: tuple(a.take(rows) for a in arrays))
-        values = dict(zip(KEPT_FIELDS, kept, strict=True))
-        if np.isnan(values["delta"]).any():
-            return None
-        n = len(rows)
-        return Local(rows=rows, choice=np.full(n, -1, dtype=np.int16), leftover=np.zeros(n),
-                     **values)
+        return compute
+
+    def refresh(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult
+                ) -> None:
+        """``Refresher``: bring what ``score`` keeps for ``req`` up to date with
+        ``snapshot`` (``fit``: the request's fit on the rows that changed, or more): the kept
+        terms of the rows that changed, and the whole-snapshot values every call on this
+        snapshot reads. Only for a request whose terms are kept already (a burst's)."""
+        if req.kind in SHARES or not self._seen.seen(req):
+            return
+        if self._kept.refresh(self._kept_key(snapshot, req), snapshot,
+                              self._kept_compute(req, fit, changed=True)) is None:
+            return
+        self._stranded_weights(snapshot)
+        self._claims(snapshot)
+        if self.idle_price:
+            self._cpu_to_spare(snapshot)
 
     def _assemble(self, snapshot: ClusterSnapshot, req: PlacementRequest, local: Local
                   ) -> Terms:
