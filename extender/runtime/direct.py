@@ -56,8 +56,8 @@ class DirectRoute(Protocol):
         """The answer when the body did not arrive within ``body_read_timeout_s``."""
 
     def after_answer(self) -> None:
-        """Work the answer did not wait for, once it is sent (or could not be); never
-        raises."""
+        """Work the answer did not wait for, run once the answer is written (or handed to a
+        pool thread to finish writing); not when the connection failed. Never raises."""
 
 
 def offer_direct_routes(app: Any, routes: Mapping[str, DirectRoute]) -> None:
