@@ -52,13 +52,11 @@ class FitCache:
         """Bring ``req``'s kept fit up to date with ``snapshot``: its fit on the rows that
         changed (``rows``, possibly none); ``None`` (nothing computed) if no call kept it
         (``RowCache.refresh``)."""
-        key = self._key(snapshot, req)
-        changed = self._cache.refresh(key, snapshot, self._compute(req))
+        key, compute = self._key(snapshot, req), self._compute(req)
+        changed = self._cache.refresh(key, snapshot, compute)
         if changed is None:
             return None
-        code, params, units = self._cache.use(
-            key, snapshot, self._compute(req),
-            lambda arrays: tuple(a.take(changed, axis=0) for a in arrays))
+        code, params, units = self._cache.derive(key, snapshot, compute, changed)
         return FitResult(rows=changed, code=code, params=params, units=units)
 
     @staticmethod

@@ -51,7 +51,7 @@ class RowCache:
     """
 
     def __init__(self, max_keys: int = 8) -> None:
-        self._lock = threading.RLock()
+        self._lock = threading.Lock()
         self._max_keys = max_keys
         self._entries: OrderedDict[Hashable, _Entry] = OrderedDict()
 
@@ -63,59 +63,56 @@ class RowCache:
     def refresh(self, key: Hashable, snapshot: ClusterSnapshot, compute: RowFunction
                 ) -> npt.NDArray[np.int64] | None:
         """Bring ``key``'s arrays up to date with ``snapshot`` if the cache holds them: the
-        rows that were computed (sorted; empty if none had changed, every row if the
-        snapshot's shape changed). ``None`` (nothing computed) if the cache does not hold
-        ``key``: a refresh ahead of the next call never fills the cache for a key no call
-        asked for."""
+        rows that were computed (sorted; empty if none had changed). ``None`` (nothing
+        computed) if the cache does not hold ``key``: a refresh ahead of the next call never
+        fills the cache for a key no call asked for."""
         with self._lock:
-            entry = self._entries.get(key)
-            if entry is None:
+            if key not in self._entries:
                 return None
-            n = snapshot.n_nodes
-            if entry.version.shape[0] != n or entry.width != snapshot.n_gpus:
-                stale = np.arange(n, dtype=np.int64)  # ``use`` recomputes them all
-            else:
-                stale = np.flatnonzero(entry.version != snapshot.node_version)
-            self.use(key, snapshot, compute, _nothing)  # the lock is reentrant
-            return stale
+            _, computed = self._up_to_date(key, snapshot, compute)
+            return computed
 
     def use(self, key: Hashable, snapshot: ClusterSnapshot, compute: RowFunction,
             pick: Callable[[Derived], T]) -> T:
         """``pick(arrays)`` on the cached arrays of every row, brought up to date with
         ``snapshot``. Runs under the cache's lock; ``pick`` must copy what it keeps (fancy
         indexing does), because rows are refreshed in place later."""
-        n = snapshot.n_nodes
-        version = snapshot.node_version
         with self._lock:
-            entry = self._entries.get(key)
-            if entry is not None and entry.width == snapshot.n_gpus and \
-                    entry.version.shape[0] < n:
-                # nodes were added: compute the new rows, keep the others
-                added = np.arange(entry.version.shape[0], n, dtype=np.int64)
-                arrays = tuple(np.concatenate([a, f]) for a, f in zip(
-                    entry.arrays, compute(snapshot, added), strict=True))
-                entry = _Entry(np.concatenate([entry.version, version[added]]), entry.width,
-                               arrays)
-            if entry is None or entry.version.shape[0] != n or entry.width != snapshot.n_gpus:
-                arrays = tuple(np.array(a) for a in compute(
-                    snapshot, np.arange(n, dtype=np.int64)))
-                entry = _Entry(version.copy(), snapshot.n_gpus, arrays)
-            else:
-                stale = np.flatnonzero(entry.version != version)
-                if len(stale):
-                    fresh = compute(snapshot, stale)
-                    for array, values in zip(entry.arrays, fresh, strict=True):
-                        array[stale] = values
-                    entry.version[stale] = version[stale]
-            self._entries[key] = entry
-            self._entries.move_to_end(key)
-            while len(self._entries) > self._max_keys:
-                self._entries.popitem(last=False)
+            entry, _ = self._up_to_date(key, snapshot, compute)
             return pick(entry.arrays)
 
-
-def _nothing(arrays: Derived) -> None:
-    return None
+    def _up_to_date(self, key: Hashable, snapshot: ClusterSnapshot, compute: RowFunction
+                    ) -> tuple[_Entry, npt.NDArray[np.int64]]:
+        """``key``'s entry brought up to date (under the lock), and the rows computed."""
+        n = snapshot.n_nodes
+        version = snapshot.node_version
+        entry = self._entries.get(key)
+        added = np.zeros(0, dtype=np.int64)
+        if entry is not None and entry.width == snapshot.n_gpus and \
+                entry.version.shape[0] < n:
+            # nodes were added: compute the new rows, keep the others
+            added = np.arange(entry.version.shape[0], n, dtype=np.int64)
+            arrays = tuple(np.concatenate([a, f]) for a, f in zip(
+                entry.arrays, compute(snapshot, added), strict=True))
+            entry = _Entry(np.concatenate([entry.version, version[added]]), entry.width,
+                           arrays)
+        if entry is None or entry.version.shape[0] != n or entry.width != snapshot.n_gpus:
+            computed = np.arange(n, dtype=np.int64)
+            arrays = tuple(np.array(a) for a in compute(snapshot, computed))
+            entry = _Entry(version.copy(), snapshot.n_gpus, arrays)
+        else:
+            stale = np.flatnonzero(entry.version != version)  # old rows only: added are current
+            if len(stale):
+                fresh = compute(snapshot, stale)
+                for array, values in zip(entry.arrays, fresh, strict=True):
+                    array[stale] = values
+                entry.version[stale] = version[stale]
+            computed = np.concatenate([stale, added]) if len(added) else stale
+        self._entries[key] = entry
+        self._entries.move_to_end(key)
+        while len(self._entries) > self._max_keys:
+            self._entries.popitem(last=False)
+        return entry, computed
 
 
 @dataclass

@@ -61,6 +61,9 @@ def test_row_cache_refresh_updates_a_kept_key_and_never_fills_a_new_one() -> Non
     free = cache.derive("free", inv.snapshot(), compute, np.arange(6, dtype=np.int64))
     assert computed == [6, 1]
     assert free[0].tolist() == [4, 4, 1, 4, 4, 4]
+    inv.upsert_node(node("n6", "l4", 2))  # a node added: its row alone
+    added = cache.refresh("free", inv.snapshot(), compute)
+    assert added is not None and added.tolist() == [6] and computed == [6, 1, 1]
 
 
 def test_fit_cache_refresh_is_the_fit_on_every_row_and_leaves_nothing_stale(
