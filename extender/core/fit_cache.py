@@ -9,8 +9,10 @@ since the request's last fit, and the kernel runs on one row instead of a thousa
 Keyed by the request's identity, whether the snapshot has DRA nodes (the one input of the
 kernel that is not a row's) and the snapshot's own row cache (rows' versions count within one
 inventory only); used where the candidates cover most of the snapshot (a filter over
-the cluster), else ``fit`` runs as before. Equal to ``fit`` on every snapshot
-(``tests/core/test_fit_cache.py``).
+the cluster), else ``fit`` runs as before. ``fit`` reads nothing of a row but its content, so
+a changed row whose content the request was fitted on before (another node of the same pool
+in the same state) is looked up, not fitted (``RowCache``, by content). Equal to ``fit`` on
+every snapshot (``tests/core/test_fit_cache.py``).
 """
 
 from __future__ import annotations
@@ -45,7 +47,8 @@ class FitCache:
             return fit(snapshot, req, rows, check_cpu_memory=self._check_cpu_memory)
         code, params, units = self._cache.use(
             self._key(snapshot, req), snapshot, self._compute(req),
-            lambda arrays: tuple(a.take(rows, axis=0) for a in arrays))
+            lambda arrays: tuple(a.take(rows, axis=0) for a in arrays),
+            contents=ClusterSnapshot.row_contents)
         return FitResult(rows=rows, code=code, params=params, units=units)
 
     def refresh(self, snapshot: ClusterSnapshot, req: PlacementRequest) -> FitResult | None:
@@ -53,7 +56,8 @@ class FitCache:
         changed (``rows``, possibly none); ``None`` (nothing computed) if no call kept it
         (``RowCache.refresh``)."""
         key, compute = self._key(snapshot, req), self._compute(req)
-        changed = self._cache.refresh(key, snapshot, compute)
+        changed = self._cache.refresh(key, snapshot, compute,
+                                      contents=ClusterSnapshot.row_contents)
         if changed is None:
             return None
         code, params, units = self._cache.derive(key, snapshot, compute, changed)

@@ -35,7 +35,23 @@ DYNAMIC_MIG = 0
 
 Derived = tuple[npt.NDArray[Any], ...]
 RowFunction = Callable[["ClusterSnapshot", npt.NDArray[np.int64]], Derived]
+RowContents = Callable[["ClusterSnapshot", npt.NDArray[np.int64]], list[bytes]]
+"""Each row's content as bytes (``ClusterSnapshot.row_contents``): rows with equal bytes are
+equal inputs to a row function that reads nothing else of theirs."""
 T = TypeVar("T")
+
+ROW_ARRAYS = ("node_valid", "cpu_free", "memory_free", "gpu_type", "gpu_index", "total_mib",
+              "free_mib", "replicas", "replicas_free", "replicas_shared", "mig_layout",
+              "mig_used", "healthy", "pods")
+"""Every array of ``ClusterSnapshot`` with a row per node (``node_dra`` too, where it has one):
+what a row *is*, apart from its name and version (``row_contents``;
+``tests/inventory/test_row_contents.py`` checks that no such field is missing here)."""
+
+CONTENT_ROWS = 16
+"""Stale rows looked up by content at most per refresh; more (a first fill, a relist) are
+computed together, which is cheaper per row than looking each up."""
+CONTENTS_KEPT = 2048
+"""Distinct row contents remembered per key (least recently used go)."""
 
 
 class RowCache:
@@ -48,20 +64,30 @@ class RowCache:
     the cache refreshes rows in place).
     ``compute(snapshot, rows)`` must depend on nothing but those rows of that snapshot (and
     whatever ``key`` identifies). Thread-safe; holds a few keys (least recently used go).
+
+    **By content** (``contents``, optional): a ``compute`` that reads nothing of a row but its
+    content (not its name) gives equal rows equal values, so the few rows a placement changed
+    are first looked up among the contents this key computed before (a pool of identical
+    nodes goes through the same few states: the second node to reach "3 GPUs taken" costs a
+    lookup, not a kernel run; issue 22).
     """
 
     def __init__(self, max_keys: int = 8) -> None:
         self._lock = threading.Lock()
         self._max_keys = max_keys
         self._entries: OrderedDict[Hashable, _Entry] = OrderedDict()
+        self.content_hits = 0
+        """Stale rows whose values were found by content (not computed)."""
 
     def derive(self, key: Hashable, snapshot: ClusterSnapshot, compute: RowFunction,
-               rows: npt.NDArray[np.int64]) -> Derived:
+               rows: npt.NDArray[np.int64], *, contents: RowContents | None = None
+               ) -> Derived:
         """``compute(snapshot, rows)``, from cache where rows did not change (new arrays)."""
-        return self.use(key, snapshot, compute, lambda arrays: tuple(a[rows] for a in arrays))
+        return self.use(key, snapshot, compute, lambda arrays: tuple(a[rows] for a in arrays),
+                        contents=contents)
 
-    def refresh(self, key: Hashable, snapshot: ClusterSnapshot, compute: RowFunction
-                ) -> npt.NDArray[np.int64] | None:
+    def refresh(self, key: Hashable, snapshot: ClusterSnapshot, compute: RowFunction, *,
+                contents: RowContents | None = None) -> npt.NDArray[np.int64] | None:
         """Bring ``key``'s arrays up to date with ``snapshot`` if the cache holds them: the
         rows that were computed (sorted; empty if none had changed). ``None`` (nothing
         computed) if the cache does not hold ``key``: a refresh ahead of the next call never
@@ -69,19 +95,20 @@ class RowCache:
         with self._lock:
             if key not in self._entries:
                 return None
-            _, computed = self._up_to_date(key, snapshot, compute)
+            _, computed = self._up_to_date(key, snapshot, compute, contents)
             return computed
 
     def use(self, key: Hashable, snapshot: ClusterSnapshot, compute: RowFunction,
-            pick: Callable[[Derived], T]) -> T:
+            pick: Callable[[Derived], T], *, contents: RowContents | None = None) -> T:
         """``pick(arrays)`` on the cached arrays of every row, brought up to date with
         ``snapshot``. Runs under the cache's lock; ``pick`` must copy what it keeps (fancy
         indexing does), because rows are refreshed in place later."""
         with self._lock:
-            entry, _ = self._up_to_date(key, snapshot, compute)
+            entry, _ = self._up_to_date(key, snapshot, compute, contents)
             return pick(entry.arrays)
 
-    def _up_to_date(self, key: Hashable, snapshot: ClusterSnapshot, compute: RowFunction
+    def _up_to_date(self, key: Hashable, snapshot: ClusterSnapshot, compute: RowFunction,
+                    contents: RowContents | None
                     ) -> tuple[_Entry, npt.NDArray[np.int64]]:
         """``key``'s entry brought up to date (under the lock), and the rows computed."""
         n = snapshot.n_nodes
@@ -95,7 +122,7 @@ class RowCache:
             arrays = tuple(np.concatenate([a, f]) for a, f in zip(
                 entry.arrays, compute(snapshot, added), strict=True))
             entry = _Entry(np.concatenate([entry.version, version[added]]), entry.width,
-                           arrays)
+                           arrays, entry.by_content)
         if entry is None or entry.version.shape[0] != n or entry.width != snapshot.n_gpus:
             computed = np.arange(n, dtype=np.int64)
             arrays = tuple(np.array(a) for a in compute(snapshot, computed))
@@ -103,7 +130,9 @@ class RowCache:
         else:
             stale = np.flatnonzero(entry.version != version)  # old rows only: added are current
             if len(stale):
-                fresh = compute(snapshot, stale)
+                fresh = compute(snapshot, stale) if contents is None or \
+                    len(stale) > CONTENT_ROWS else \
+                    self._by_content(entry, snapshot, compute, stale, contents)
                 for array, values in zip(entry.arrays, fresh, strict=True):
                     array[stale] = values
                 entry.version[stale] = version[stale]
@@ -114,12 +143,42 @@ class RowCache:
             self._entries.popitem(last=False)
         return entry, computed
 
+    def _by_content(self, entry: _Entry, snapshot: ClusterSnapshot, compute: RowFunction,
+                    stale: npt.NDArray[np.int64], contents: RowContents) -> Derived:
+        """``compute(snapshot, stale)``, with the rows whose content was computed before taken
+        from ``entry.by_content`` (the rest computed together, and remembered)."""
+        keys = contents(snapshot, stale)
+        kept = entry.by_content
+        found: list[Derived | None] = []
+        for content in keys:
+            values = kept.get(content)
+            if values is not None:
+                kept.move_to_end(content)
+                self.content_hits += 1
+            found.append(values)
+        missing = [i for i, values in enumerate(found) if values is None]
+        if missing:
+            computed = compute(snapshot, stale[missing])
+            for j, i in enumerate(missing):
+                values = tuple(np.array(array[j:j + 1]) for array in computed)
+                found[i] = values
+                kept[keys[i]] = values
+            while len(kept) > CONTENTS_KEPT:
+                kept.popitem(last=False)
+        if len(found) == 1:
+            only = found[0]
+            assert only is not None
+            return only
+        return tuple(np.concatenate(parts) for parts in zip(*found, strict=True))
+
 
 @dataclass
 class _Entry:
     version: npt.NDArray[np.int64]
     width: int
     arrays: Derived
+    by_content: OrderedDict[bytes, Derived] = field(default_factory=OrderedDict)
+    """One row's values (each array's row, as a 1-row array) per row content computed."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -179,6 +238,17 @@ class ClusterSnapshot:
 
     def valid_rows(self) -> npt.NDArray[np.int64]:
         return np.flatnonzero(self.node_valid).astype(np.int64)
+
+    def row_contents(self, rows: npt.NDArray[np.int64]) -> list[bytes]:
+        """``RowContents``: each row's values in every per-node array (``ROW_ARRAYS``, and
+        ``node_dra`` where the snapshot has it) with the static MIG layouts they index: equal
+        bytes, equal rows but for the node's name. A few rows at a time (``CONTENT_ROWS``)."""
+        arrays = [getattr(self, name) for name in ROW_ARRAYS]
+        if self.node_dra.shape[0]:
+            arrays.append(self.node_dra)
+        layouts = self.layouts.tobytes()
+        return [b"".join([a[row].tobytes() for a in arrays] + [layouts])
+                for row in rows.tolist()]
 
     @property
     def present(self) -> npt.NDArray[np.bool_]:

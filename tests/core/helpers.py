@@ -7,6 +7,7 @@ core never sees JSON, and this keeps each table row one readable line.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import zlib
@@ -341,3 +342,16 @@ def random_change(rng: np.random.Generator, inv: Inventory, step: int) -> None:
     else:
         names = inv.node_names()
         inv.remove_node(names[int(rng.integers(len(names)))])  # a hole
+
+
+def pooled_cluster(rng: np.random.Generator, pools: int, per_pool: int) -> Inventory:
+    """``pools`` random node templates, each ``per_pool`` nodes that differ only by name (a
+    cloud node pool): rows whose contents repeat, which the per-row caches look up by
+    content. No pods yet."""
+    inv = inventory()
+    for p in range(pools):
+        template = random_node(rng, f"template-{p}")
+        for i in range(per_pool):
+            name = f"pool-{p}-{i}"
+            inv.upsert_node(dataclasses.replace(template, name=name))
+    return inv

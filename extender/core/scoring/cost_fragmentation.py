@@ -298,10 +298,11 @@ class Local:
     """GPU-equivalents not held on the node (dS and dP start from it)."""
 
 
-KEPT_FIELDS = ("delta", "taken", "before", "free", "cpu_stranded", "priority", "idle",
-               "bill")
+KEPT_FIELDS = ("delta", "taken", "before", "free", "cpu_stranded", "idle", "bill")
 """What ``_kept_local`` keeps per row (a whole-GPU request: no GPU choice, no leftover);
-``delta`` first: NaN marks a row kept without a value (it did not fit)."""
+``delta`` first: NaN marks a row kept without a value (it did not fit). Each is a function of
+the row's content alone (the node order, a function of its name, is read apart), so rows are
+also kept by content (``RowCache``)."""
 
 SHARES = (RequestKind.FRACTION, RequestKind.VRAM)
 """One-GPU shares: scored GPU by GPU (``_share``), not kept per row."""
@@ -525,13 +526,15 @@ class CostFragmentation:
         rows = fit.rows[positions]
         kept = self._kept.use(self._kept_key(snapshot, req), snapshot,
                               self._kept_compute(req, fit),
-                              lambda arrays: tuple(a.take(rows) for a in arrays))
+                              lambda arrays: tuple(a.take(rows) for a in arrays),
+                              contents=ClusterSnapshot.row_contents)
         values = dict(zip(KEPT_FIELDS, kept, strict=True))
         if np.isnan(values["delta"]).any():
             return None
         n = len(rows)
+        priority, _, _ = self._row_keys(snapshot, rows)
         return Local(rows=rows, choice=np.full(n, -1, dtype=np.int16), leftover=np.zeros(n),
-                     **values)
+                     priority=priority, **values)
 
     def _kept_key(self, snapshot: ClusterSnapshot, req: PlacementRequest) -> Hashable:
         return self.frag.model(), req, bool(snapshot.node_dra.shape[0]), snapshot.cache
@@ -567,7 +570,8 @@ class CostFragmentation:
         if req.kind in SHARES or not self._seen.seen(req):
             return
         if self._kept.refresh(self._kept_key(snapshot, req), snapshot,
-                              self._kept_compute(req, fit, changed=True)) is None:
+                              self._kept_compute(req, fit, changed=True),
+                              contents=ClusterSnapshot.row_contents) is None:
             return
         self._stranded_weights(snapshot)
         self._claims(snapshot)
