@@ -274,7 +274,10 @@ class Terms:
 
     def at(self, positions: npt.NDArray[np.int64]) -> Terms:
         """These terms at ``positions`` only."""
-        return Terms(*(getattr(self, f.name)[positions] for f in fields(self)))
+        return Terms(*(getattr(self, name)[positions] for name in _TERMS_FIELDS))
+
+
+_TERMS_FIELDS = tuple(f.name for f in fields(Terms))
 
 
 @dataclass(frozen=True, eq=False)
@@ -435,30 +438,34 @@ class CostFragmentation:
         After a ``score`` of the same ``fit`` the terms and keys are that call's, read at
         ``rows`` (``ScoredMemo``); else they are computed for ``rows`` alone."""
         terms, keys = self._terms_at(snapshot, req, fit, rows)
-        hourly = snapshot.catalog.price[self._taken_type(snapshot, terms.rows, terms.choice)] \
-            * terms.taken
+        hourly = (snapshot.catalog.price[self._taken_type(snapshot, terms.rows, terms.choice)]
+                  * terms.taken).tolist()
+        # Python numbers first: one ``tolist`` per array, not a NumPy scalar per value (the
+        # explanation is composed after every bind)
+        frag, before = terms.fragmentation.tolist(), terms.frag_before.tolist()
+        stranded, claim = terms.stranded.tolist(), terms.claim.tolist()
+        cpu_stranded, leftover = terms.cpu_stranded.tolist(), terms.leftover.tolist()
+        loss, idle, priority = terms.loss.tolist(), terms.idle.tolist(), terms.priority.tolist()
+        key_values = [(name, key.tolist()) for name, key in keys]
+        named = [name for name, _ in keys]
         out: list[NodeTerms] = []
         for i in range(len(terms.rows)):
             info = [
-                Term("fragmentation", float(terms.fragmentation[i]), "GPU",
-                     before=float(terms.frag_before[i]),
-                     after=float(terms.frag_before[i] + terms.fragmentation[i])),
-                Term("stranded memory", float(terms.stranded[i]), "GPU"),
-                Term("typed claim", float(terms.claim[i]), "GPU"),
+                Term("fragmentation", frag[i], "GPU", before=before[i],
+                     after=before[i] + frag[i]),
+                Term("stranded memory", stranded[i], "GPU"),
+                Term("typed claim", claim[i], "GPU"),
             ]
             if self.cpu_weight:
-                info.append(Term("stranded CPU", float(terms.cpu_stranded[i]), "GPU"))
+                info.append(Term("stranded CPU", cpu_stranded[i], "GPU"))
             if self.gap_weight:
-                info.append(Term("unfillable leftover", float(terms.leftover[i]), "GPU"))
-            values = {LOSS: (float(terms.loss[i]), "GPU"),
-                      IDLE: (float(terms.idle[i]), "idle node"),
-                      PRICE: (float(hourly[i]), "$/h"),
-                      ORDER: (float(terms.priority[i]), "order")}
-            named = [name for name, _ in keys]
+                info.append(Term("unfillable leftover", leftover[i], "GPU"))
+            values = {LOSS: (loss[i], "GPU"), IDLE: (float(idle[i]), "idle node"),
+                      PRICE: (hourly[i], "$/h"), ORDER: (float(priority[i]), "order")}
             if PRICE not in named:
-                info.append(Term(PRICE, float(hourly[i]), "$/h"))
+                info.append(Term(PRICE, hourly[i], "$/h"))
             key_terms = [Term(name, *values[name], key=int(key[i]), decides=DECIDES[name])
-                         for name, key in keys]
+                         for name, key in key_values]
             out.append((*info, *key_terms))
         return out
 
