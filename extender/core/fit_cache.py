@@ -63,6 +63,11 @@ class FitCache:
         code, params, units = self._cache.derive(key, snapshot, compute, changed)
         return FitResult(rows=changed, code=code, params=params, units=units)
 
+    @property
+    def content_hits(self) -> int:
+        """Changed rows whose fit was found by their content, not computed."""
+        return self._cache.content_hits
+
     @staticmethod
     def _key(snapshot: ClusterSnapshot, req: PlacementRequest) -> Hashable:
         return req, bool(snapshot.node_dra.shape[0]), snapshot.cache

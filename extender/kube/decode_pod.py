@@ -47,6 +47,9 @@ from extender.model import (
 from extender.quantity import lenient_quantity, quantity_to_mib, quantity_to_milli
 from extender.units import MAX_GPUS_PER_POD
 
+TERMINAL_PHASES = ("Succeeded", "Failed")
+"""The phases of a pod that holds nothing any more: all ``decode`` reads of ``status``."""
+
 
 class PodDecoder:
     """Decodes pods against one catalog and label mapping (built once per config)."""
@@ -106,7 +109,7 @@ class PodDecoder:
             memory_mib=memory,
             node_name=objects.node_name(pod),
             assignment=assignment,
-            terminal=status.get("phase") in ("Succeeded", "Failed"),
+            terminal=status.get("phase") in TERMINAL_PHASES,
             problems=tuple(problems),
         )
 

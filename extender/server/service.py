@@ -172,8 +172,14 @@ class ExtenderService:
                     "decode_memo_hits": float(self.scheduler.cycles.decoded.hits),
                     "rows_warmed": float(self.scheduler.warm.runs),
                     "binding_echoes_read": float(self.applier.unbound.hits),
+                    "status_reports_read": float(self.applier.seen.hits),
                     "binding_requests": float(self.binder.requests),
                     "binding_request_seconds": float(self.binder.request_seconds)}
+        # rows a placement changed whose fit and kept terms were found by their content
+        by_content = getattr(self.scheduler.scorer.strategy, "rows_found_by_content", 0)
+        counters["rows_found_by_content"] = float(
+            self.scheduler.evaluator.fits.content_hits +
+            (by_content if isinstance(by_content, int) else 0))
         scored = getattr(self.scheduler.scorer.strategy, "scored", None)
         if isinstance(scored, ScoredMemo):  # explanations read from their score's arrays
             counters["explain_terms_reused"] = float(scored.hits)

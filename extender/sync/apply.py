@@ -45,6 +45,7 @@ from extender.platform import Platform
 from extender.sync.dra import DraApplier, DraState
 from extender.sync.echo import UnboundPods
 from extender.sync.pod_facts import PodFacts
+from extender.sync.status_reports import SeenPods
 from extender.sync.trust import Claims, claims_of, invalid_request, mismatch, same_amounts
 
 _log = logging.getLogger(__name__)
@@ -82,6 +83,9 @@ class InventoryApplier:
         self.unbound = UnboundPods()
         """The pending pods' last unbound version: a Binding's echo is read from it
         (``sync/echo.py``)."""
+        self.seen = SeenPods()
+        """The bound pods' last decode: a status report reuses it
+        (``sync/status_reports.py``)."""
         self.pod_facts = PodFacts()
         """Priority, age and shields of every bound pod (for the preemption verb)."""
         self.dra = None if dra is None else DraApplier(
@@ -180,8 +184,15 @@ class InventoryApplier:
                 self.pod_facts.remove(objects.uid(pod))
                 return
             self.pod_facts.observe(pod)
-            echo = self.unbound.bound(pod) if objects.node_name(pod) else None
-            info = self._platform.pods.decode(pod) if echo is None else echo.info
+            bound = bool(objects.node_name(pod))
+            echo = self.unbound.bound(pod) if bound else None
+            seen = self.seen.lookup(pod) if bound and echo is None else None
+            if echo is not None:
+                info = echo.info
+            elif seen is not None and seen.info is not None:
+                info = seen.info
+            else:
+                info = self._platform.pods.decode(pod)
             if not info.key.uid:
                 return
             if info.terminal:
@@ -191,10 +202,17 @@ class InventoryApplier:
                 current = self._inventory.holding(info.key.uid)
                 if current is not None and current.state is HoldingState.OBSERVED:
                     self._remove_pod(info.key.uid)  # unbound again: only a recreated pod does that
+                self.seen.forget(info.key.uid)
                 self.unbound.keep(pod, info)
             else:
-                self._claims[info.key.uid] = echo.claims if echo is not None and \
-                    echo.claims is not None else claims_of(objects.annotations(pod))
+                if seen is not None and seen.claims is not None:
+                    claims = seen.claims
+                else:
+                    claims = echo.claims if echo is not None and echo.claims is not None \
+                        else claims_of(objects.annotations(pod))
+                    self.seen.keep(seen.digest if seen is not None else
+                                   self.seen.digest(pod), info, claims)
+                self._claims[info.key.uid] = claims
                 holding = self._holding(info)
                 _log_conflicts(self._inventory.observe(holding), f"pod {info.key}")
                 self._placed(info)
@@ -210,6 +228,7 @@ class InventoryApplier:
             self.pod_facts.replace_all(pods)
             preset, self._preset = self._preset, {}
             self.unbound.clear()
+            self.seen.clear()
             for pod in pods:
                 try:
                     info = self._platform.pods.decode(pod)
@@ -371,6 +390,7 @@ class InventoryApplier:
         self._claims.pop(uid, None)
         self._preset.pop(uid, None)
         self.unbound.forget(uid)
+        self.seen.forget(uid)
         for waiting in self._awaiting.values():
             waiting.pop(uid, None)
 

@@ -24,6 +24,9 @@ ALLOWED: dict[str, str] = {
     "sync/echo.py": "compares a bound pod's raw metadata with its pending version's, key by "
                     "key: a wrong-typed part must fail the comparison (as the shape check "
                     "would), not read as empty",
+    "sync/status_reports.py": "digests a bound pod's raw metadata (less what the API server "
+                              "writes on every update): a wrong-typed part must miss the kept "
+                              "decode (as the shape check would fail it), not read as empty",
     "webhook/certs.py": "edits the webhook manifests it rendered (drops cert-manager's "
                         "injection annotation before writing the caBundle)",
 }

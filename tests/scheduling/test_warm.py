@@ -114,6 +114,16 @@ def test_a_burst_is_answered_the_same_with_the_warm_and_its_filters_fit_no_row(
         assert all(rows >= 1 for rows in cold_fitted[2:-1])
     assert all(rows == 0 for rows in warm_fitted[2:])
     assert cold_service.scheduler.warm.runs == 0
+    # nodes of equal size reach each other's states: found by content, and counted
+    found = _counter(warm_service, "gpu_extender_rows_found_by_content_total")
+    assert found > 0 if by_content else found == 0
+
+
+def _counter(service: ExtenderService, name: str) -> float:
+    for line in service.metrics.exposition().decode().splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise AssertionError(f"{name} not exposed")
 
 
 def test_a_failing_warm_is_logged_and_the_next_filter_refreshes_itself(

@@ -400,6 +400,11 @@ class CostFragmentation:
         """The whole-cluster reductions of the last snapshots (every call on one snapshot
         reduces the cluster once)."""
 
+    @property
+    def rows_found_by_content(self) -> int:
+        """Changed rows whose kept terms were found by their content, not computed."""
+        return self._kept.content_hits
+
     def score(self, snapshot: ClusterSnapshot, req: PlacementRequest,
               fit: FitResult) -> ScoreResult:
         terms = self.terms(snapshot, req, fit)
