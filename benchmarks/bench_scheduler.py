@@ -53,6 +53,13 @@ with the extender, the run waits for the events the pace held back and prints ho
 written, how late the last one was, and what writing them cost every process per pod (CPU
 spent after the burst, not inside its measured window).
 
+``--tls`` runs every extender mode as the chart's ``extender-service`` mode calls it: the
+extender serves HTTPS (an ECDSA P-256 certificate from a CA made for the run) and
+kube-scheduler's profile has ``enableHTTPS`` with ``tlsConfig.caFile``. kube-scheduler's
+extender client keeps at most two idle connections (Go's ``DefaultMaxIdleConnsPerHost``), so
+while binds overlap it opens new ones (~300 in a 1,000-pod burst here), and over TLS each costs
+a full handshake. Not with ``floor`` modes (the floor serves plain HTTP).
+
 ``--base-tree DIR`` adds the mode ``base``: the extender mode with the extender run from another
 checkout (``git worktree add --detach DIR <commit>``), so a change and its base are measured
 side by side in one invocation (same load, same control plane binaries).
@@ -73,6 +80,7 @@ import argparse
 import os
 import re
 import signal
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -94,6 +102,7 @@ from benchmarks.control_plane_metrics import ControlPlaneMetrics  # noqa: E402
 from localcluster import ExtenderSpec, LocalCluster, find_binaries  # noqa: E402
 from localcluster.components import scheduler_command  # noqa: E402
 from localcluster.network import free_port, tls_context, wait_until_ready  # noqa: E402
+from localcluster.pki import CertKeyPair, generate_pki, issue_from_ca  # noqa: E402
 from localcluster.process import ManagedProcess  # noqa: E402
 from localcluster.scheduler_config import write_scheduler_config  # noqa: E402
 
@@ -130,6 +139,8 @@ FLOOR_MODES = ("floor", "floor-events")
 """``benchmarks/floor_extender.py``: the protocol's cost without any decision (no watch, no
 metrics; ``floor-events`` also writes one event per bind)."""
 CALLED_MODES = EXTENDER_MODES + FLOOR_MODES
+TLS_SERVER_NAME = "gpu-extender.kube-system.svc"
+"""``--tls``: the name kube-scheduler verifies (the chart's Service name)."""
 """The modes whose kube-scheduler calls an extender (the shipped profile's extenders)."""
 TICKS = os.sysconf("SC_CLK_TCK")
 SYSTEM_SHARE = "extender (system)"
@@ -173,13 +184,41 @@ class Result:
         return (self.bound - 1) / self.burst_s if self.bound > 1 and self.burst_s > 0 else 0.0
 
 
-def _extender(tree: Path = REPO_ROOT, config: Path | None = None) -> ExtenderSpec:
+@dataclass(frozen=True)
+class ServingTls:
+    """``--tls``: the CA and the extender's serving certificate, made for one run."""
+
+    ca: Path
+    serving: CertKeyPair
+
+    @classmethod
+    def make(cls, directory: Path) -> ServingTls:
+        pki = generate_pki(directory / "pki")
+        serving = issue_from_ca(directory / "tls", "extender", TLS_SERVER_NAME, server=True,
+                                dns_names=(TLS_SERVER_NAME,), ips=("127.0.0.1",),
+                                ca_dir=directory / "pki")
+        return cls(pki.ca_cert, serving)
+
+    def client_context(self) -> ssl.SSLContext:
+        context = ssl.create_default_context(cafile=str(self.ca))
+        context.check_hostname = False  # the bench dials 127.0.0.1
+        return context
+
+
+def _extender(tree: Path = REPO_ROOT, config: Path | None = None,
+              tls: ServingTls | None = None) -> ExtenderSpec:
     """``tree``: the checkout the extender runs from (``python -m extender`` in it);
-    ``config``: its platform config (the shipped defaults without one)."""
+    ``config``: its platform config (the shipped defaults without one); ``tls``: serve
+    HTTPS with that certificate."""
     def command(port: int) -> list[str]:
+        serving = [] if tls is None else [
+            "--tls-cert-file", str(tls.serving.cert),
+            "--tls-private-key-file", str(tls.serving.key)]
         return [sys.executable, "-m", "extender", "serve", "--host", "127.0.0.1",
-                "--port", str(port), *(["--config", str(config)] if config else [])]
-    return ExtenderSpec(command, cwd=tree, ready_timeout_s=120.0)
+                "--port", str(port), *(["--config", str(config)] if config else []),
+                *serving]
+    return ExtenderSpec(command, cwd=tree, ready_timeout_s=120.0,
+                        ready_context=None if tls is None else tls.client_context())
 
 
 def _floor(events: bool) -> ExtenderSpec:
@@ -231,9 +270,11 @@ def _create_all(cluster: LocalCluster, nodes: int, pods: int, owner: str = "none
         list(pool.map(pod, range(pods)))
 
 
-def _wait_extender_nodes(cluster: LocalCluster, nodes: int, timeout_s: float = 300) -> None:
+def _wait_extender_nodes(cluster: LocalCluster, nodes: int, timeout_s: float = 300,
+                        context: ssl.SSLContext | None = None) -> None:
     def seen() -> bool:
-        with urllib.request.urlopen(f"{cluster.extender_url}/metrics", timeout=10) as answer:
+        with urllib.request.urlopen(f"{cluster.extender_url}/metrics", timeout=10,
+                                    context=context) as answer:
             match = _NODES_METRIC.search(answer.read())
         return match is not None and float(match.group(1)) >= nodes
     cluster.wait_for(seen, timeout_s=timeout_s, interval_s=0.5,
@@ -311,11 +352,16 @@ class BindClock:
         self._closed = True
 
 
-def _scheduler_config(cluster: LocalCluster, mode: str) -> Path:
+def _scheduler_config(cluster: LocalCluster, mode: str, tls: ServingTls | None = None) -> Path:
     with_extender = mode in CALLED_MODES
     source = yaml.safe_load(PROFILE.read_text())
     if not with_extender:
         source.pop("extenders", None)
+    elif tls is not None:  # the chart's extender-service variant (the harness sets host:port)
+        for extender in source["extenders"]:
+            extender["urlPrefix"] = extender["urlPrefix"].replace("http://", "https://")
+            extender["enableHTTPS"] = True
+            extender["tlsConfig"] = {"caFile": str(tls.ca), "serverName": TLS_SERVER_NAME}
     if mode in ADAPTIVE_MODES:
         for profile in source.get("profiles") or []:
             profile.pop("percentageOfNodesToScore", None)
@@ -404,29 +450,32 @@ def _worker_pid(master: int) -> int | None:
 def run(mode: str, nodes: int, pods: int, timeout_s: float,
         profile: Path | None = None, *, base_tree: Path | None = None,
         apiserver_profile: Path | None = None, owner: str = "none",
-        event_qps: float | None = None) -> Result:
+        event_qps: float | None = None, tls: ServingTls | None = None) -> Result:
+    """``tls``: the extender modes serve HTTPS with it (``--tls``)."""
     with_extender = mode in EXTENDER_MODES
+    tls = tls if with_extender else None
+    context = None if tls is None else tls.client_context()
     tree = base_tree if mode == "base" and base_tree is not None else REPO_ROOT
     binaries = find_binaries()
     load_before = os.getloadavg()[0]
     config = NO_EVENTS_CONFIG if mode == "extender-no-events" else None
     if mode == "extender" and event_qps is not None:
         config = _paced_config(event_qps)
-    spec = (_extender(tree, config) if with_extender else
+    spec = (_extender(tree, config, tls) if with_extender else
             _floor(mode == "floor-events") if mode in FLOOR_MODES else None)
     with LocalCluster(None, spec, binaries, apiserver_args=UNTHROTTLED) as cluster:
         _create_all(cluster, nodes, pods, owner)
         if with_extender:
-            _wait_extender_nodes(cluster, nodes)
+            _wait_extender_nodes(cluster, nodes, context=context)
         clock = BindClock(cluster)
         idle = _idle_cpu_rate(_roots(cluster, None))
-        threads_before = _threads_at_rest(cluster) if with_extender else {}
+        threads_before = _threads_at_rest(cluster, context) if with_extender else {}
         control_before = ControlPlaneMetrics.scrape(cluster)
         port = free_port()
         started = time.monotonic()
         scheduler = ManagedProcess(
             "kube-scheduler", scheduler_command(
-                binaries.kube_scheduler, _scheduler_config(cluster, mode), port, []),
+                binaries.kube_scheduler, _scheduler_config(cluster, mode, tls), port, []),
             cluster.workdir / "bench-scheduler.log")
         roots = _roots(cluster, scheduler)
         spy: subprocess.Popen[bytes] | None = None
@@ -471,7 +520,7 @@ def run(mode: str, nodes: int, pods: int, timeout_s: float,
                    for name in cpu_last[1]}
             window = cpu_last[2] - cpu_first[2]
             background = {name: 1000 * rate * window / done for name, rate in idle.items()}
-        metrics = _metrics(cluster) if with_extender else None
+        metrics = _metrics(cluster, context) if with_extender else None
         threads = None
         if metrics is not None and stamps:
             threads = {name: 1000 * (seconds - threads_before.get(name, 0.0)) / len(stamps)
@@ -479,7 +528,7 @@ def run(mode: str, nodes: int, pods: int, timeout_s: float,
         control = ControlPlaneMetrics.scrape(cluster)
         delta = control.since(control_before) if control else None
         if with_extender and stamps:  # after every figure of the burst is read
-            _events_after_burst(cluster, mode, nodes, len(stamps), stamps[-1])
+            _events_after_burst(cluster, mode, nodes, len(stamps), stamps[-1], context=context)
         print(f"nodes={nodes:5d} mode={mode:8s} " + (
             delta.line() if delta else "control plane: no metrics"), flush=True)
         if delta is not None:
@@ -507,7 +556,7 @@ EVENTS_DRAIN_S = 120.0
 
 
 def _events_after_burst(cluster: LocalCluster, mode: str, nodes: int, bound: int,
-                        last_bind: float) -> None:
+                        last_bind: float, *, context: ssl.SSLContext | None = None) -> None:
     """Wait until the extender has written (or given up on) an event for every bound pod,
     and print how late the last one was (to the next 0.5 s poll) and what writing them cost
     after the burst (the extender's figure includes those polls of its /metrics)."""
@@ -516,7 +565,7 @@ def _events_after_burst(cluster: LocalCluster, mode: str, nodes: int, bound: int
     started = time.monotonic()
     counters: dict[str, float] = {}
     while time.monotonic() - started < EVENTS_DRAIN_S:
-        counters = _counters(_metrics(cluster))
+        counters = _counters(_metrics(cluster, context))
         settled = sum(counters.get(f"events_{name}", 0.0)
                       for name in ("written", "aggregated", "dropped", "failed", "unwritten"))
         if settled >= bound:
@@ -571,9 +620,10 @@ def _apiserver_pprof(cluster: LocalCluster, path: Path) -> None:
         print(f"bench_scheduler: no API server profile: {exc}", file=sys.stderr)
 
 
-def _metrics(cluster: LocalCluster) -> bytes:
+def _metrics(cluster: LocalCluster, context: ssl.SSLContext | None = None) -> bytes:
     # one scrape: at 5,000 nodes the per-GPU series make it slow on a loaded machine
-    with urllib.request.urlopen(f"{cluster.extender_url}/metrics", timeout=300) as answer:
+    with urllib.request.urlopen(f"{cluster.extender_url}/metrics", timeout=300,
+                                context=context) as answer:
         data: bytes = answer.read()
     return data
 
@@ -586,13 +636,14 @@ def _verb_ms(text: bytes) -> dict[str, float]:
             if t.get("count")}
 
 
-def _threads_at_rest(cluster: LocalCluster) -> dict[str, float]:
+def _threads_at_rest(cluster: LocalCluster, context: ssl.SSLContext | None = None
+                     ) -> dict[str, float]:
     """The extender's CPU seconds by thread as the burst starts. A scrape reads them as it
     starts, and the rest of it (the per-GPU series: ~1 ms of the pool's CPU per pod of a
     1,000-pod burst at 1,000 nodes) would count as the burst's: two scrapes, and the first
     one's cost added to the second's reading."""
-    first = _thread_cpu(_metrics(cluster))
-    second = _thread_cpu(_metrics(cluster))
+    first = _thread_cpu(_metrics(cluster, context))
+    second = _thread_cpu(_metrics(cluster, context))
     return {name: 2 * seconds - first.get(name, seconds) for name, seconds in second.items()}
 
 
@@ -652,24 +703,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--event-qps", type=float, metavar="Q",
                         help="run the extender mode with service.eventQPS Q (default: the "
                              "shipped 20)")
+    parser.add_argument("--tls", action="store_true",
+                        help="the extender modes serve HTTPS and kube-scheduler calls them "
+                             "with enableHTTPS (the chart's extender-service mode)")
     parser.add_argument("--owner", choices=("none", "replicaset"), default="none",
                         help="replicaset: the pods are a ReplicaSet's, as a Deployment's are "
                              "(PodTopologySpread's system defaults then score them)")
     args = parser.parse_args(argv)
     if "base" in args.modes and args.base_tree is None:
         parser.error("--modes base needs --base-tree DIR")
+    if args.tls and set(args.modes) & set(FLOOR_MODES):
+        parser.error("--tls: the floor modes serve plain HTTP only")
     print(f"# bench_scheduler: {args.pods} one-GPU pods released at once onto N nodes x "
           f"{GPUS_PER_NODE} GPUs; pods/s over the burst (first to last bind)"
           + ("; the pods are a ReplicaSet's" if args.owner == "replicaset" else "")
           + (f"; extender mode: service.eventQPS {args.event_qps:g}"
-             if args.event_qps is not None else ""))
+             if args.event_qps is not None else "")
+          + ("; the extender serves HTTPS (--tls)" if args.tls else ""))
+    pki_dir = tempfile.TemporaryDirectory(prefix="bench-tls-") if args.tls else None
+    tls = ServingTls.make(Path(pki_dir.name)) if pki_dir is not None else None
     for nodes in args.nodes:
         results = {}
         for mode in args.modes:  # reported as each ends: a later failure keeps it
             results[mode] = run(mode, nodes, args.pods, args.timeout, args.profile,
                                 base_tree=args.base_tree,
                                 apiserver_profile=args.apiserver_profile, owner=args.owner,
-                                event_qps=args.event_qps)
+                                event_qps=args.event_qps, tls=tls)
             _report(results[mode])
         for mine in CALLED_MODES:
             for other in ("plain", "stock"):
