@@ -152,6 +152,25 @@ def test_extender_service_upgrade_keeps_the_generated_certificate(
         "svc-gpu-extender-agent", namespace).spec.template.spec.host_pid is True
     ca = core.read_namespaced_config_map("svc-gpu-extender-ca", namespace).data["ca.crt"]
     assert ca.strip().encode() == __import__("base64").b64decode(before["ca.crt"]).strip()
+    for data in (before, webhook_before):
+        _assert_p256_leaf_of_its_ca(data)
+
+
+def _assert_p256_leaf_of_its_ca(data: dict[str, str]) -> None:
+    """The generated serving key is ECDSA P-256 (every handshake signs with it: cheaper than
+    RSA 2048), and the certificate is the CA's and the key's."""
+    import base64
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    key = serialization.load_pem_private_key(base64.b64decode(data["tls.key"]), None)
+    assert isinstance(key, ec.EllipticCurvePrivateKey) and key.curve.name == "secp256r1"
+    leaf = x509.load_pem_x509_certificate(base64.b64decode(data["tls.crt"]))
+    ca = x509.load_pem_x509_certificate(base64.b64decode(data["ca.crt"]))
+    leaf.verify_directly_issued_by(ca)
+    assert leaf.public_key() == key.public_key()
 
 
 def test_an_expiring_generated_certificate_is_reissued_from_the_kept_ca(

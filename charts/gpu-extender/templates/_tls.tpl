@@ -19,6 +19,11 @@ it expired and the webhook failed open. Here:
   and certificate (the webhook's caBundle follows in the same release; the extender service's
   CA must be copied to the control plane again: NOTES says so).
 `helm template` has no cluster and generates afresh every time.
+The serving key is ECDSA P-256 (the CA stays helm's RSA 2048): kube-scheduler opens a new
+connection whenever binds overlap (it keeps two idle), so the server's signature in every
+handshake is on the burst's path: 0.44 ms of the extender's CPU with P-256 against 0.68 with RSA
+2048 (benchmarks/README.md, issue 22, nineteenth session). cert-manager certificates are P-256
+too (tls.yaml, webhook.yaml).
 */ -}}
 {{- define "gpu-extender.servingCert" -}}
 {{- $root := .root }}
@@ -60,7 +65,7 @@ renewed: false
 {{- else }}
 {{- $ca = genCA (printf "%s-ca" .cn) (int $root.Values.tls.caValidityDays) }}
 {{- end }}
-{{- $cert := genSignedCert .cn nil .dnsNames $days $ca }}
+{{- $cert := genSignedCertWithKey .cn nil .dnsNames $days $ca (genPrivateKey "ecdsa") }}
 crt: {{ $cert.Cert | b64enc }}
 key: {{ $cert.Key | b64enc }}
 ca: {{ $ca.Cert | b64enc }}
