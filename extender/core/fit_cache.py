@@ -48,7 +48,7 @@ class FitCache:
         code, params, units = self._cache.use(
             self._key(snapshot, req), snapshot, self._compute(req),
             lambda arrays: tuple(a.take(rows, axis=0) for a in arrays),
-            contents=ClusterSnapshot.row_contents)
+            by_content=True)
         return FitResult(rows=rows, code=code, params=params, units=units)
 
     def refresh(self, snapshot: ClusterSnapshot, req: PlacementRequest) -> FitResult | None:
@@ -57,7 +57,7 @@ class FitCache:
         (``RowCache.refresh``)."""
         key, compute = self._key(snapshot, req), self._compute(req)
         changed = self._cache.refresh(key, snapshot, compute,
-                                      contents=ClusterSnapshot.row_contents)
+                                      by_content=True)
         if changed is None:
             return None
         code, params, units = self._cache.derive(key, snapshot, compute, changed)

@@ -35,9 +35,6 @@ DYNAMIC_MIG = 0
 
 Derived = tuple[npt.NDArray[Any], ...]
 RowFunction = Callable[["ClusterSnapshot", npt.NDArray[np.int64]], Derived]
-RowContents = Callable[["ClusterSnapshot", npt.NDArray[np.int64]], list[bytes]]
-"""Each row's content as bytes (``ClusterSnapshot.row_contents``): rows with equal bytes are
-equal inputs to a row function that reads nothing else of theirs."""
 T = TypeVar("T")
 
 ROW_ARRAYS = ("node_valid", "cpu_free", "memory_free", "gpu_type", "gpu_index", "total_mib",
@@ -65,11 +62,11 @@ class RowCache:
     ``compute(snapshot, rows)`` must depend on nothing but those rows of that snapshot (and
     whatever ``key`` identifies). Thread-safe; holds a few keys (least recently used go).
 
-    **By content** (``contents``, optional): a ``compute`` that reads nothing of a row but its
-    content (not its name) gives equal rows equal values, so the few rows a placement changed
-    are first looked up among the contents this key computed before (a pool of identical
-    nodes goes through the same few states: the second node to reach "3 GPUs taken" costs a
-    lookup, not a kernel run; issue 22).
+    **By content** (``by_content``, optional): a ``compute`` that reads nothing of a row but its
+    content (``ClusterSnapshot.row_contents``: not its name) gives equal rows equal values, so
+    the few rows a placement changed are first looked up among the contents this key computed
+    before (a pool of identical nodes goes through the same few states: the second node to
+    reach "3 GPUs taken" costs a lookup, not a kernel run; issue 22).
     """
 
     def __init__(self, max_keys: int = 8) -> None:
@@ -80,14 +77,13 @@ class RowCache:
         """Stale rows whose values were found by content (not computed)."""
 
     def derive(self, key: Hashable, snapshot: ClusterSnapshot, compute: RowFunction,
-               rows: npt.NDArray[np.int64], *, contents: RowContents | None = None
-               ) -> Derived:
+               rows: npt.NDArray[np.int64], *, by_content: bool = False) -> Derived:
         """``compute(snapshot, rows)``, from cache where rows did not change (new arrays)."""
         return self.use(key, snapshot, compute, lambda arrays: tuple(a[rows] for a in arrays),
-                        contents=contents)
+                        by_content=by_content)
 
     def refresh(self, key: Hashable, snapshot: ClusterSnapshot, compute: RowFunction, *,
-                contents: RowContents | None = None) -> npt.NDArray[np.int64] | None:
+                by_content: bool = False) -> npt.NDArray[np.int64] | None:
         """Bring ``key``'s arrays up to date with ``snapshot`` if the cache holds them: the
         rows that were computed (sorted; empty if none had changed). ``None`` (nothing
         computed) if the cache does not hold ``key``: a refresh ahead of the next call never
@@ -95,21 +91,20 @@ class RowCache:
         with self._lock:
             if key not in self._entries:
                 return None
-            _, computed = self._up_to_date(key, snapshot, compute, contents)
+            _, computed = self._up_to_date(key, snapshot, compute, by_content)
             return computed
 
     def use(self, key: Hashable, snapshot: ClusterSnapshot, compute: RowFunction,
-            pick: Callable[[Derived], T], *, contents: RowContents | None = None) -> T:
+            pick: Callable[[Derived], T], *, by_content: bool = False) -> T:
         """``pick(arrays)`` on the cached arrays of every row, brought up to date with
         ``snapshot``. Runs under the cache's lock; ``pick`` must copy what it keeps (fancy
         indexing does), because rows are refreshed in place later."""
         with self._lock:
-            entry, _ = self._up_to_date(key, snapshot, compute, contents)
+            entry, _ = self._up_to_date(key, snapshot, compute, by_content)
             return pick(entry.arrays)
 
     def _up_to_date(self, key: Hashable, snapshot: ClusterSnapshot, compute: RowFunction,
-                    contents: RowContents | None
-                    ) -> tuple[_Entry, npt.NDArray[np.int64]]:
+                    by_content: bool) -> tuple[_Entry, npt.NDArray[np.int64]]:
         """``key``'s entry brought up to date (under the lock), and the rows computed."""
         n = snapshot.n_nodes
         version = snapshot.node_version
@@ -130,9 +125,8 @@ class RowCache:
         else:
             stale = np.flatnonzero(entry.version != version)  # old rows only: added are current
             if len(stale):
-                fresh = compute(snapshot, stale) if contents is None or \
-                    len(stale) > CONTENT_ROWS else \
-                    self._by_content(entry, snapshot, compute, stale, contents)
+                fresh = self._by_content(entry, snapshot, compute, stale) \
+                    if by_content and len(stale) <= CONTENT_ROWS else compute(snapshot, stale)
                 for array, values in zip(entry.arrays, fresh, strict=True):
                     array[stale] = values
                 entry.version[stale] = version[stale]
@@ -144,10 +138,10 @@ class RowCache:
         return entry, computed
 
     def _by_content(self, entry: _Entry, snapshot: ClusterSnapshot, compute: RowFunction,
-                    stale: npt.NDArray[np.int64], contents: RowContents) -> Derived:
+                    stale: npt.NDArray[np.int64]) -> Derived:
         """``compute(snapshot, stale)``, with the rows whose content was computed before taken
         from ``entry.by_content`` (the rest computed together, and remembered)."""
-        keys = contents(snapshot, stale)
+        keys = snapshot.row_contents(stale)
         kept = entry.by_content
         found: list[Derived | None] = []
         for content in keys:
@@ -240,7 +234,7 @@ class ClusterSnapshot:
         return np.flatnonzero(self.node_valid).astype(np.int64)
 
     def row_contents(self, rows: npt.NDArray[np.int64]) -> list[bytes]:
-        """``RowContents``: each row's values in every per-node array (``ROW_ARRAYS``, and
+        """Each row's values in every per-node array (``ROW_ARRAYS``, and
         ``node_dra`` where the snapshot has it) with the static MIG layouts they index: equal
         bytes, equal rows but for the node's name. A few rows at a time (``CONTENT_ROWS``)."""
         arrays = [getattr(self, name) for name in ROW_ARRAYS]

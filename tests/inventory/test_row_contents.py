@@ -68,18 +68,18 @@ def test_a_changed_row_whose_content_was_computed_before_is_looked_up() -> None:
     compute = Counting()
     everything = rows(0, 1, 2, 3)
     snap = inv.snapshot()
-    snap.cache.derive("free", snap, compute, everything, contents=ClusterSnapshot.row_contents)
+    snap.cache.derive("free", snap, compute, everything, by_content=True)
     assert compute.calls == [[0, 1, 2, 3]]  # cold: every row, computed together
     inv.assume(PodKey("ns", "p", "p"), whole("a", 0))
     snap = inv.snapshot()
     got = snap.cache.derive("free", snap, compute, everything,
-                            contents=ClusterSnapshot.row_contents)
+                            by_content=True)
     assert compute.calls[-1] == [0]  # a state not seen before: computed
     inv.assume(PodKey("ns", "q", "q"), whole("c", 0))
     snap = inv.snapshot()
     hits = snap.cache.content_hits
     got = snap.cache.derive("free", snap, compute, everything,
-                            contents=ClusterSnapshot.row_contents)
+                            by_content=True)
     assert len(compute.calls) == 2  # c is now what a was: looked up
     assert snap.cache.content_hits == hits + 1
     assert got[0].tolist() == [16384, 32768, 16384, 32768]
@@ -88,7 +88,7 @@ def test_a_changed_row_whose_content_was_computed_before_is_looked_up() -> None:
     inv.assume(PodKey("ns", "r", "r"), whole("d", 1))
     snap = inv.snapshot()
     got = snap.cache.derive("free", snap, compute, everything,
-                            contents=ClusterSnapshot.row_contents)
+                            by_content=True)
     assert compute.calls[-1] == [3]
     assert got[1][3, :2].tolist() == [16384, 0]
 
@@ -98,10 +98,10 @@ def test_hits_and_misses_together_come_back_in_row_order() -> None:
     compute = Counting()
     everything = np.arange(6, dtype=np.int64)
     snap = inv.snapshot()
-    snap.cache.derive("free", snap, compute, everything, contents=ClusterSnapshot.row_contents)
+    snap.cache.derive("free", snap, compute, everything, by_content=True)
     inv.assume(PodKey("ns", "p", "p"), whole("n0", 0))
     snap = inv.snapshot()
-    snap.cache.derive("free", snap, compute, everything, contents=ClusterSnapshot.row_contents)
+    snap.cache.derive("free", snap, compute, everything, by_content=True)
     # n2 reaches n0's state (a hit), n4 a new one (a miss), n5 n0's again (a hit)
     inv.assume(PodKey("ns", "q", "q"), whole("n2", 0))
     inv.assume(PodKey("ns", "r", "r"), whole("n4", 1))
@@ -109,7 +109,7 @@ def test_hits_and_misses_together_come_back_in_row_order() -> None:
     snap = inv.snapshot()
     hits = snap.cache.content_hits
     got = snap.cache.derive("free", snap, compute, everything,
-                            contents=ClusterSnapshot.row_contents)
+                            by_content=True)
     assert compute.calls[-1] == [4]
     assert snap.cache.content_hits == hits + 2
     assert got[0].tolist() == [16384, 32768, 16384, 32768, 16384, 16384]
@@ -123,11 +123,11 @@ def test_many_changed_rows_are_computed_together() -> None:
     compute = Counting()
     everything = np.arange(n, dtype=np.int64)
     snap = inv.snapshot()
-    snap.cache.derive("free", snap, compute, everything, contents=ClusterSnapshot.row_contents)
+    snap.cache.derive("free", snap, compute, everything, by_content=True)
     for i in range(n):  # every row changes, into one state: a relist's worth of rows
         inv.assume(PodKey("ns", f"p{i}", f"p{i}"), whole(f"n{i}", 0))
     snap = inv.snapshot()
-    snap.cache.derive("free", snap, compute, everything, contents=ClusterSnapshot.row_contents)
+    snap.cache.derive("free", snap, compute, everything, by_content=True)
     assert compute.calls[-1] == list(range(n))
     assert snap.cache.content_hits == 0
 
@@ -136,11 +136,11 @@ def test_wider_nodes_start_a_new_entry_and_contents_are_not_mixed() -> None:
     inv = inventory(node("a", "t4", 1), node("b", "t4", 1))
     compute = Counting()
     snap = inv.snapshot()
-    snap.cache.derive("free", snap, compute, rows(0, 1), contents=ClusterSnapshot.row_contents)
+    snap.cache.derive("free", snap, compute, rows(0, 1), by_content=True)
     inv.upsert_node(node("wide", gpus=[gpu("t4", i) for i in range(12)]))
     inv.assume(PodKey("ns", "p", "p"), whole("a", 0))
     snap = inv.snapshot()
     got = snap.cache.derive("free", snap, compute, rows(0, 1, 2),
-                            contents=ClusterSnapshot.row_contents)
+                            by_content=True)
     assert compute.calls[-1] == [0, 1, 2]  # the arrays widened: everything again
     assert got[0].tolist() == [0, 16384, 12 * 16384]

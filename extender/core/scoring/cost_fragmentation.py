@@ -539,7 +539,7 @@ class CostFragmentation:
         kept = self._kept.use(self._kept_key(snapshot, req), snapshot,
                               self._kept_compute(req, fit),
                               lambda arrays: tuple(a.take(rows) for a in arrays),
-                              contents=ClusterSnapshot.row_contents)
+                              by_content=True)
         values = dict(zip(KEPT_FIELDS, kept, strict=True))
         if np.isnan(values["delta"]).any():
             return None
@@ -583,7 +583,7 @@ class CostFragmentation:
             return
         if self._kept.refresh(self._kept_key(snapshot, req), snapshot,
                               self._kept_compute(req, fit, changed=True),
-                              contents=ClusterSnapshot.row_contents) is None:
+                              by_content=True) is None:
             return
         self._stranded_weights(snapshot)
         self._claims(snapshot)
