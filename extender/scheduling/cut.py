@@ -15,8 +15,9 @@ known (offline, before the first lists, template nodes) means no cut.
 
 **One node answered, one hold here.** kube-scheduler calls no prioritize when one node is left
 (``schedule_one.go:593-604``), so when filter answers one node (a lone winner, or the only one
-that fits) the GPUs prioritize would have held are held now (``Hold``: the same hold, budget
-and rules), and the next pod's filter sees them taken before this pod's bind lands.
+that fits) the GPUs prioritize would have held are held (``Hold``: the same hold, budget and
+rules), and the next pod's filter sees them taken before this pod's bind lands. The service's
+``Hold`` runs it once the answer is out (``deferred_hold.py``): before any verb reads again.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from extender.scheduling.prioritize import Scorer
 
 Hold = Callable[[PodCycle], None]
 """Hold the GPUs of the best node of the cycle's ``cut`` scoring, as prioritize does
-(``Prioritize.hold_cut``)."""
+(``Prioritize.hold_cut``), now or once the answer is out (``DeferredHold.defer``)."""
 
 
 class CutFacts(Protocol):

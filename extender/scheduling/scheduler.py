@@ -3,6 +3,8 @@ per-pod cycles.
 
 Lock order (a lock may be held while taking the ones after it, never the reverse):
 
+- a one-node answer's hold (``deferred_hold.py``): ``DeferredHold._lock`` -> what
+  ``Prioritize.hold_cut`` takes; every verb runs it before taking any other lock;
 - bind: ``Bind._lock`` -> ``Inventory._lock`` (an RLock); the API calls run after both;
 - prioritize, explain and the warm after an answer (``warm.py``): ``Scorer._lock`` ->
   ``RowCache._lock`` and ``WorkloadMix._lock`` (the strategy reads its row cache and the
@@ -32,6 +34,7 @@ from extender.platform import Platform
 from extender.scheduling.bind import Bind, BindOutcome
 from extender.scheduling.cut import CutFacts, ScoreCut
 from extender.scheduling.cycle import CycleTable, HoldEvents, PodCycle
+from extender.scheduling.deferred_hold import DeferredHold
 from extender.scheduling.evaluate import Evaluation, Evaluator
 from extender.scheduling.expiry import Expiry
 from extender.scheduling.explain import Announcer, PlacementBreakdown, PlacementRecords
@@ -110,8 +113,11 @@ class Scheduler:
         self.prioritize = Prioritize(inventory, self.cycles, self.evaluator, expiry,
                                      self.scorer, events=events,
                                      reservation_ttl=reservation_ttl)
+        self.holds = DeferredHold(self.prioritize.hold_cut)
+        """A one-node filter answer's hold, run once the answer is out: every verb runs
+        ``holds.run()`` before it reads (``server.verbs``, ``explain``, ``commit``)."""
         self.cut = ScoreCut(platform.config.score_cut, self.scorer, cut_facts,
-                            hold=self.prioritize.hold_cut)
+                            hold=self.holds.defer)
         self.warm = Warmer(inventory, self.evaluator, self.scorer)
         self.bind = Bind(inventory, self.cycles, binder, api, self.placed,
                          announce=self.announcer, unanswered_ttl=reservation_ttl,
@@ -126,6 +132,7 @@ class Scheduler:
                 names: Sequence[str] | None = None) -> Explanation:
         """Judge and score the pod on ``names`` (every node by default), leaving no trace;
         a bound pod: where it is, and why (if this process bound it)."""
+        self.holds.run()
         cycle = self.cycles.detached(pod_object)
         snapshot = self.inventory.snapshot()
         bound = self._bound(cycle, pod_object)
@@ -159,6 +166,7 @@ class Scheduler:
         bind to the same node do (offline: the what-if's placement of one pod)."""
         placement = judgement.placement
         assert placement is not None
+        self.holds.run()
         cycle = self.cycles.cycle(pod_object)
         pod = cycle.pod
         self.inventory.assume(pod.key, placement.assignment, cpu_milli=pod.cpu_milli,

@@ -69,7 +69,7 @@ class ExtenderService:
         self.preempt = PreemptVerb(Preempt(self.inventory, self.scheduler.cycles,
                                            self.applier.pod_facts,
                                            check_cpu_memory=config.check_cpu_memory),
-                                   self.metrics)
+                                   self.metrics, before=self.scheduler.holds.run)
         self.offline: OfflineCluster | None = None
         self.sync: ClusterSync | None = None
         self.capacity: CapacityPublisher | None = None
@@ -171,6 +171,8 @@ class ExtenderService:
                     "rows_memo_hits": float(self.scheduler.evaluator.rows.hits),
                     "decode_memo_hits": float(self.scheduler.cycles.decoded.hits),
                     "rows_warmed": float(self.scheduler.warm.runs),
+                    "holds_after_answer": float(self.scheduler.holds.after_answer),
+                    "holds_before_verb": float(self.scheduler.holds.before_verb),
                     "binding_echoes_read": float(self.applier.unbound.hits),
                     "status_reports_read": float(self.applier.seen.hits),
                     "binding_requests": float(self.binder.requests),

@@ -59,6 +59,7 @@ class SchedulingVerbs:
         return self.scheduler.evaluator.fit_cache_hits
 
     def filter(self, args: ExtenderArgs) -> Answer:
+        self.scheduler.holds.run()  # a one-node answer's hold, if still pending
         names = node_names(args)
         outcome = self.scheduler.filter(args["Pod"], names, _node_objects(args))
         decision = outcome.decision
@@ -87,6 +88,7 @@ class SchedulingVerbs:
 
     def prioritize(self, args: ExtenderArgs) -> Answer:
         """Scores 1..10 of the nodes that fit; every node not listed scores 0."""
+        self.scheduler.holds.run()  # a one-node answer's hold, if still pending
         names = node_names(args)
         outcome = self.scheduler.prioritize(args["Pod"], names, _node_objects(args))
         self._metrics.decision("prioritize", outcome.decision.value)
@@ -98,11 +100,14 @@ class SchedulingVerbs:
         return encode_priorities(names, wire_scores(outcome.scores))
 
     def warm_next(self) -> None:
-        """After a filter or prioritize answer is sent: refresh what the next pod of the same
-        request reads (``scheduling.warm``)."""
+        """After a filter or prioritize answer is sent: hold the node a one-node answer named
+        (``scheduling.deferred_hold``), then refresh what the next pod of the same request
+        reads (``scheduling.warm``)."""
+        self.scheduler.holds.run(after_answer=True)
         self.scheduler.warm.run()
 
     def bind(self, args: ExtenderBindingArgs) -> Answer:
+        self.scheduler.holds.run()  # a one-node answer's hold, if still pending
         key = PodKey(args["PodNamespace"], args["PodName"], args["PodUID"])
         outcome = self.scheduler.bind(key, args["Node"])
         self._metrics.decision("bind", outcome.decision.value)

@@ -107,6 +107,7 @@ def test_rescheduling_a_pod_drops_its_own_stale_hold(service: ExtenderService,
     schedule(service, api, "b")  # both GPUs held now
     stale = holder(service, "a")
     result = service.verbs.filter(args(api, "a")).document()  # kube retries pod a
+    service.verbs.warm_next()  # the worker's step after the answer
     assert len(result["NodeNames"] or []) == 1
     assert b'gpu_extender_reservations_total{event="superseded"} 1.0' in \
         service.metrics.exposition()
@@ -120,8 +121,11 @@ def test_one_node_answered_is_held_by_filter(service: ExtenderService,
     _, top = schedule(service, api, "a")
     other = next(n for n in NAMES if n != top)
     # b fits only the other node: kube-scheduler will take it without a prioritize call,
-    # so filter holds it, and the next pod sees both GPUs taken before b's bind lands
+    # so filter holds it once the answer is out, and the next pod sees both GPUs taken
+    # before b's bind lands
     assert service.verbs.filter(args(api, "b")).document()["NodeNames"] == [other]
+    assert holder(service, "b") is None
+    service.verbs.warm_next()  # the worker's step after the answer
     assert holder(service, "b").state is HoldingState.ASSUMED
     assert holder(service, "b").node == other
     assert service.verbs.filter(args(api, "c")).document()["NodeNames"] in (None, [])

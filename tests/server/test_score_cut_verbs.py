@@ -47,7 +47,10 @@ def _service(platform: Platform, *, enabled: bool = True, listed: bool = True,
 
 
 def _filter(service: ExtenderService, pod: dict[str, Any]) -> list[str]:
+    """Filter as the worker serves it: the answer, then the step after it (a one-node
+    answer's hold, the warm)."""
     answer = service.verbs.filter(ExtenderArgs(Pod=pod, Nodes=None, NodeNames=NAMES))
+    service.verbs.warm_next()
     return list(answer.document()["NodeNames"])
 
 
@@ -133,6 +136,9 @@ def test_the_only_node_that_fits_is_held_by_filter(platform: Platform) -> None:
     before = _cut_count(service, CutReason.FEWER_THAN_TWO)  # the setup's first pod
     answer = service.verbs.filter(ExtenderArgs(Pod=pod, Nodes=None, NodeNames=["t4-3"]))
     assert answer.document()["NodeNames"] == ["t4-3"]
+    # held once the answer is out (the worker's step after it), not before
+    assert service.inventory.holding("uid-big") is None
+    service.verbs.warm_next()
     held = service.inventory.holding("uid-big")
     assert held is not None and held.node == "t4-3"
     assert _cut_count(service, CutReason.FEWER_THAN_TWO) == before + 1
