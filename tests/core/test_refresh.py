@@ -28,6 +28,7 @@ from tests.core.helpers import (
     place,
     placement,
     platform,
+    pooled_cluster,
     random_change,
     random_cluster,
     request,
@@ -96,11 +97,14 @@ def test_fit_cache_refresh_is_the_fit_on_every_row_and_leaves_nothing_stale(
     assert fitted == [8, 1]
 
 
+@pytest.mark.parametrize("pooled", [False, True], ids=["random", "pooled"])
 @pytest.mark.parametrize("seed", range(4))
 def test_a_refreshed_strategy_scores_what_one_never_refreshed_scores(
-        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+        seed: int, pooled: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(6100 + seed)
-    inv = random_cluster(rng, int(rng.integers(14, 30)), fill=float(rng.uniform(1, 3)))
+    # pools of equal nodes: changed rows found by content, whose node order is read apart
+    inv = pooled_cluster(rng, 3, 8) if pooled else \
+        random_cluster(rng, int(rng.integers(14, 30)), fill=float(rng.uniform(1, 3)))
 
     def strategy() -> CostFragmentation:
         return CostFragmentation(StrategyContext(
@@ -110,6 +114,13 @@ def test_a_refreshed_strategy_scores_what_one_never_refreshed_scores(
     warmed, cold = strategy(), strategy()
     assert isinstance(warmed, Refresher)
     computed, _ = count_local_rows(warmed, monkeypatch)  # rows the warmed twin computed
+    row_keys_of = warmed._row_keys_of
+
+    def counted_row_keys(snap: ClusterSnapshot, changed: np.ndarray) -> Any:
+        computed.append(len(changed))  # the node order, idle bit and bill of changed rows
+        return row_keys_of(snap, changed)
+
+    monkeypatch.setattr(warmed, "_row_keys_of", counted_row_keys)
     requests = whole_requests(rng, inv.snapshot(), 2)
     for step in range(12):
         snap = inv.snapshot()

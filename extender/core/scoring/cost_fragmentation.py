@@ -577,14 +577,16 @@ class CostFragmentation:
                 ) -> None:
         """``Refresher``: bring what ``score`` keeps for ``req`` up to date with
         ``snapshot`` (``fit``: the request's fit on the rows that changed, or more): the kept
-        terms of the rows that changed, and the whole-snapshot values every call on this
-        snapshot reads. Only for a request whose terms are kept already (a burst's)."""
+        terms of the rows that changed, their node order, idle bit and bill (``_row_keys``),
+        and the whole-snapshot values every call on this snapshot reads. Only for a request
+        whose terms are kept already (a burst's)."""
         if req.kind in SHARES or not self._seen.seen(req):
             return
         if self._kept.refresh(self._kept_key(snapshot, req), snapshot,
                               self._kept_compute(req, fit, changed=True),
                               by_content=True) is None:
             return
+        snapshot.cache.refresh(self._row_keys_key, snapshot, self._row_keys_of)
         self._stranded_weights(snapshot)
         self._claims(snapshot)
         if self.idle_price:
@@ -691,9 +693,13 @@ class CostFragmentation:
 
         The node order is the salted CRC-32 of the node's name; idle is 1 where no GPU of the
         node holds a pod; the bill is the node's $/h in thousandths (``node_price``)."""
-        order, idle, bill = snapshot.cache.derive(("strategy-rows", self.salt), snapshot,
+        order, idle, bill = snapshot.cache.derive(self._row_keys_key, snapshot,
                                                   self._row_keys_of, rows)
         return order, idle, bill
+
+    @property
+    def _row_keys_key(self) -> tuple[str, int]:
+        return "strategy-rows", self.salt
 
     def _row_keys_of(self, snapshot: ClusterSnapshot, changed: npt.NDArray[np.int64]
                      ) -> tuple[npt.NDArray[np.int64], ...]:
