@@ -49,6 +49,9 @@ def test_a_burst_is_answered_and_bound_as_with_the_hold_inside_filter(
     assert one_node > 0
     holds = after_answer.scheduler.holds
     assert (holds.after_answer, holds.before_verb) == (one_node, 0)
+    registry = after_answer.metrics.registry
+    assert registry.get_sample_value("gpu_extender_holds_after_answer_total") == one_node
+    assert registry.get_sample_value("gpu_extender_holds_before_verb_total") == 0
     holds = by_next_verb.scheduler.holds
     assert (holds.after_answer, holds.before_verb) == (0, one_node)
     assert inline.scheduler.holds.after_answer == inline.scheduler.holds.before_verb == 0
