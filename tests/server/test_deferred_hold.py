@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import logging
 import threading
+from types import SimpleNamespace
 from typing import Any
 
 import orjson
 import pytest
 
+from extender.inventory.store import HoldingState
+from extender.model import PodKey
 from extender.platform import Platform
 from extender.scheduling.cycle import PodCycle
 from extender.scheduling.deferred_hold import DeferredHold
@@ -118,6 +121,28 @@ def test_explain_and_preempt_run_a_pending_hold_first(
     assert _held_by_b(service)
 
 
+def test_a_relist_in_between_leaves_every_pods_books_as_the_api_says(
+        two_nodes: tuple[ExtenderService, FakeApiServer]) -> None:
+    # b's answer is out, its hold pending; a relist then finds b bound to n2 by someone else
+    # (its Binding's echo lost, say): the pending hold must not hold b's GPUs a second time,
+    # nor touch a's
+    service, api = two_nodes
+    a_before = service.inventory.holding("uid-a")
+    pods = [api.get_pod("ml", name) for name in ("a", "b", "c")]
+    pods[0]["spec"]["nodeName"] = "n1"
+    pods[1]["spec"]["nodeName"] = "n2"
+    service.applier.replace_pods(pods)
+    service.verbs.warm_next()  # the step after b's answer comes now
+    assert not service.scheduler.holds.pending
+    b = service.inventory.holding("uid-b")
+    assert b is not None and b.node == "n2" and b.state is HoldingState.OBSERVED
+    a = service.inventory.holding("uid-a")
+    assert a is not None and a_before is not None and a.assignment == a_before.assignment
+    assert [h.key.name for h in service.inventory.holdings()].count("b") == 1
+    # c fits nowhere: both GPUs are held once each, as the API says
+    assert service.verbs.filter(_args(api, "c")).document()["NodeNames"] in (None, [])
+
+
 class _Recorder:
     def __init__(self, *, fail: bool = False, slow: threading.Event | None = None) -> None:
         self.held: list[str] = []
@@ -135,10 +160,8 @@ class _Recorder:
 
 
 def _cycle(name: str) -> Any:
-    class Pod:
-        key = type("Key", (), {"name": name, "__str__": lambda self: f"ml/{name}"})()
-
-    return type("Cycle", (), {"pod": Pod})()
+    """What ``DeferredHold`` reads of a cycle: the pod's key (for its log line)."""
+    return SimpleNamespace(pod=SimpleNamespace(key=PodKey("ml", name, f"uid-{name}")))
 
 
 def test_a_deferred_hold_runs_once_and_counts_who_ran_it() -> None:
