@@ -496,8 +496,11 @@ def burst(n_nodes: int, pods: int, warmup: int, warm: bool = True) -> JSON:
             spent["filter"].append(filtered - started)
             spent["bind"].append(ended - before_bind)
             kept += len(feasible)
+    # scores taken from the scoring done ahead (a tree without it: none)
+    taken = float(service._counters().get("scores_taken_ahead", 0.0))
     service.stop()
     return {"nodes": n_nodes, "pods": pods, "kept_per_pod": round(kept / pods, 2),
+            "scores_taken_ahead_per_pod": round(taken / (warmup + pods), 2),
             "prioritize_calls_per_pod": round(len(spent["prioritize"]) / pods, 2),
             **{f"{verb}_cpu_us": round(statistics.median(values) / 1000) if values else 0
                for verb, values in spent.items()}}
@@ -627,7 +630,8 @@ def main() -> int:
                           f"{row['filter_cpu_us']} us + warm {row['warm_cpu_us']} us | "
                           f"prioritize {row['prioritize_cpu_us']} us x "
                           f"{row['prioritize_calls_per_pod']} per pod | bind "
-                          f"{row['bind_cpu_us']} us (median thread CPU per call)")
+                          f"{row['bind_cpu_us']} us (median thread CPU per call); scores"
+                          f" taken ahead {row['scores_taken_ahead_per_pod']} per pod")
             if args.output:
                 args.output.parent.mkdir(parents=True, exist_ok=True)
                 args.output.write_bytes(orjson.dumps(rows, option=orjson.OPT_INDENT_2))

@@ -33,6 +33,7 @@ from extender.core.scoring.base import (
     NodeTerms,
     Refresher,
     ScoreResult,
+    Speculative,
     Strategy,
 )
 from extender.errors import CapacityError, UnknownNodeError
@@ -44,6 +45,7 @@ from extender.scheduling.expiry import Expiry
 from extender.scheduling.holds import api_holding, bound_scores, within_budget
 from extender.scheduling.outcome import Decision
 from extender.scheduling.place import place
+from extender.scheduling.speculation import Speculation
 
 _log = logging.getLogger(__name__)
 
@@ -55,6 +57,10 @@ class PrioritizeOutcome:
     scores: npt.NDArray[np.float64] | None = None
     """(len(names),) strategy scores in [0, 100], 0 where the node does not fit (``SCORED``)."""
 
+
+TAKEN_AHEAD_KEPT = 32
+"""Calls answered from a speculation whose explanation can read its terms (as many as the
+default strategy's ``ScoredMemo`` keeps)."""
 
 FALLBACK_SCORE = 50.0
 """What every fitting node scores when the strategy fails for a call: all equal, so
@@ -87,10 +93,22 @@ class Scorer:
         every call (~7 % of a placement's explanation)."""
         self._on_failure = on_failure
         self._lock = threading.Lock()
+        self._speculative = isinstance(strategy, Speculative)
+        self._ahead: Speculation | None = None
+        self._taken_ahead: tuple[tuple[FitResult, FitResult], ...] = ()
+        """(a call's fit, the speculation's fit it was scored from) for the last calls that
+        took a speculation: their explanation reads the speculation's terms."""
+        self.speculated = 0
+        """Scorings done ahead (``gpu_extender_scores_ahead_total``)."""
+        self.taken_ahead = 0
+        """Calls answered from one (``gpu_extender_scores_taken_ahead_total``)."""
 
     def score(self, snapshot: ClusterSnapshot, placement: PlacementRequest,
               fit: FitResult, *, pod: str = "") -> ScoreResult:
         with self._lock:
+            ahead = self._from_ahead(snapshot, placement, fit)
+            if ahead is not None:
+                return ahead
             try:
                 return self.strategy.score(snapshot, placement, fit)
             except Exception as exc:  # a strategy bug must cost one call, never the service
@@ -100,6 +118,49 @@ class Scorer:
                 if self._on_failure is not None:
                     self._on_failure()
                 return fallback_scores(fit)
+
+    def speculate(self, evaluation: Evaluation, placement: PlacementRequest) -> None:
+        """Score ``placement`` on ``evaluation`` now, for a later call with the same inputs
+        (``scheduling.speculation``): only a ``Speculative`` strategy, on known nodes. A
+        failure is logged, never raised (the call scores itself, and reports it)."""
+        if not self._speculative or evaluation.templates is not None or \
+                not evaluation.fit.fits.any():
+            return
+        strategy = cast(Speculative, self.strategy)
+        snapshot, fit = evaluation.snapshot, evaluation.fit
+        with self._lock:
+            self._ahead = None
+            try:
+                key = strategy.speculation_key()
+                result = self.strategy.score(snapshot, placement, fit)
+                if strategy.speculation_key() != key:
+                    return  # the mix moved while it scored: which one it read is unknown
+            except Exception:  # the call itself scores again, and counts the failure
+                _log.exception("scoring ahead failed; the next call scores itself", extra={
+                    "fields": {"strategy": type(self.strategy).__name__}})
+                return
+            self._ahead = Speculation.of(snapshot, placement, key, fit, result)
+            self.speculated += 1
+
+    def _from_ahead(self, snapshot: ClusterSnapshot, placement: PlacementRequest,
+                    fit: FitResult) -> ScoreResult | None:
+        """The speculation's scores of ``fit``, if they are exact for it; under the lock."""
+        ahead = self._ahead
+        if ahead is None or not ahead.holds_for(
+                snapshot, placement, cast(Speculative, self.strategy).speculation_key()):
+            return None
+        result = ahead.scores_for(fit)
+        if result is not None:
+            self.taken_ahead += 1
+            self._taken_ahead = ((fit, ahead.fit), *self._taken_ahead[:TAKEN_AHEAD_KEPT - 1])
+        return result
+
+    def _scored_fit(self, fit: FitResult) -> FitResult:
+        """The fit ``fit``'s scores were computed on (a speculation's), else ``fit``."""
+        for taken, scored in self._taken_ahead:
+            if taken is fit:
+                return scored
+        return fit
 
     def refresh(self, snapshot: ClusterSnapshot, placement: PlacementRequest,
                 fit: FitResult) -> None:
@@ -123,8 +184,8 @@ class Scorer:
             return None
         explainer = cast(Explainer, self.strategy)
         with self._lock:
-            try:
-                return explainer.explain(snapshot, placement, fit, rows)
+            try:  # the same rows fit in both: their terms are the same
+                return explainer.explain(snapshot, placement, self._scored_fit(fit), rows)
             except Exception:  # a strategy bug must not cost the bind its answer
                 _log.exception("strategy explanation failed", extra={
                     "fields": {"strategy": type(self.strategy).__name__}})

@@ -12,11 +12,16 @@ stale (the warm did not run, or another change came) refreshes it itself.
 
 Only requests a call kept already are warmed (``RowCache.refresh``): a one-off pod never fills
 a cache. Failures are logged and dropped: warming is never worth a failed verb.
+
+Then, when filter judged the request on a node list, the request is scored on that list as the
+books now are (``Scorer.speculate``, ``speculation.py``): the next pod's filter takes those
+scores only if nothing they were computed from has changed.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 from extender.core.request import PlacementRequest
 from extender.inventory.store import Inventory
@@ -36,12 +41,19 @@ class Warmer:
         self._evaluator = evaluator
         self._scorer = scorer
         self._next: PlacementRequest | None = None
+        self._listed: tuple[PlacementRequest, Sequence[str]] | None = None
+        """The last request filter judged on a node list, and that list (kube-scheduler's
+        next pod of a burst comes with the same nodes)."""
         self.runs = 0
         """Warms that found the request kept (``gpu_extender_rows_warmed_total``; a
         scrape's counters: ``ExtenderService``)."""
 
-    def expect(self, placement: PlacementRequest) -> None:
-        """The next pod is likely to ask ``placement`` again (a burst's replicas do)."""
+    def expect(self, placement: PlacementRequest, names: Sequence[str] | None = None
+               ) -> None:
+        """The next pod is likely to ask ``placement`` again (a burst's replicas do), on
+        ``names`` (filter's node list; ``None``: the last one given for it)."""
+        if names is not None:
+            self._listed = placement, names
         self._next = placement
 
     def run(self) -> None:
@@ -55,5 +67,9 @@ class Warmer:
                 return
             self._scorer.refresh(snapshot, placement, fit)
             self.runs += 1
+            listed = self._listed
+            if listed is not None and listed[0] == placement:
+                self._scorer.speculate(
+                    self._evaluator.evaluate(snapshot, placement, listed[1]), placement)
         except Exception:  # a warm is an optimisation: the next verb refreshes itself
             _log.exception("refreshing the row caches failed; the next call refreshes them")

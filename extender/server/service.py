@@ -171,6 +171,8 @@ class ExtenderService:
                     "rows_memo_hits": float(self.scheduler.evaluator.rows.hits),
                     "decode_memo_hits": float(self.scheduler.cycles.decoded.hits),
                     "rows_warmed": float(self.scheduler.warm.runs),
+                    "scores_ahead": float(self.scheduler.scorer.speculated),
+                    "scores_taken_ahead": float(self.scheduler.scorer.taken_ahead),
                     "holds_after_answer": float(self.scheduler.holds.after_answer),
                     "holds_before_verb": float(self.scheduler.holds.before_verb),
                     "binding_echoes_read": float(self.applier.unbound.hits),

@@ -76,7 +76,7 @@ class SchedulingVerbs:
         assert evaluation is not None
         placement = outcome.cycle.pod.placement
         if placement is not None and not outcome.bound:
-            self.scheduler.warm.expect(placement)
+            self.scheduler.warm.expect(placement, names)
         self._metrics.node_verdicts(evaluation.code)
         feasible, failed, unresolvable = group_failures(evaluation, self._messages,
                                                         outcome.cycle.pod.request)

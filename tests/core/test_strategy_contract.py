@@ -10,7 +10,10 @@ untyped, MIG, time slicing, holes; see ``tests/core/helpers.py``):
 - the answer does not depend on the order of the candidate rows (per row);
 - scoring does not write to the snapshot;
 - a strategy that explains itself (``Explainer``) gives one set of terms per row, the same
-  for a row asked alone, and its key terms rank the rows as its scores do.
+  for a row asked alone, and its key terms rank the rows as its scores do;
+- a strategy whose scores may be computed ahead (``Speculative``) scores, on the same
+  instance, the same set of fitting rows alike in any order, with or without the rows that do
+  not fit, and scoring leaves its ``speculation_key`` as it was.
 
 A new strategy is covered the moment it is registered.
 """
@@ -32,6 +35,7 @@ from extender.core.scoring.base import (
     Explainer,
     PlacementObserver,
     ScoreResult,
+    Speculative,
     Strategy,
     StrategyContext,
 )
@@ -159,4 +163,38 @@ def test_key_terms_rank_the_rows_as_the_scores_do(name: str, seed: int) -> None:
         alone = strategy.explain(snap, preq, fitted, out.rows[[best]])  # type: ignore[arg-type]
         assert alone[0] == explained[best]
         checked += len(keys)
+    assert checked > 0
+
+
+SPECULATIVE = [name for name in strategy_names()
+               if hasattr(REGISTRY[name], "speculation_key")]
+
+
+def test_the_default_strategy_is_speculative() -> None:
+    assert "cost-fragmentation" in SPECULATIVE  # else the service never scores ahead
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("name", SPECULATIVE)
+def test_a_speculative_strategy_scores_the_set_of_rows_that_fit(name: str, seed: int) -> None:
+    """``scheduling/speculation.py`` permutes a scoring done ahead to the call's order, on
+    the instance the call uses: each call here follows another on the same strategy, as the
+    call follows its speculation in the service."""
+    strategy = build(name, seed)
+    assert isinstance(strategy, Speculative)
+    rng = np.random.default_rng(77 + seed)
+    checked = 0
+    for snap, fitted, preq in cases(seed):
+        key = strategy.speculation_key()
+        out = strategy.score(snap, preq, fitted)  # type: ignore[arg-type]
+        assert strategy.speculation_key() == key  # scoring moves none of its inputs
+        fitting = fitted.rows[fitted.fits]
+        others = fitted.rows[~fitted.fits]
+        some_others = others[rng.random(len(others)) < 0.5]
+        for rows in (rng.permutation(fitting),
+                     rng.permutation(np.concatenate([fitting, some_others])),
+                     np.concatenate([others, fitting[::-1]])):
+            again = strategy.score(snap, preq, fit(snap, preq, rows))  # type: ignore[arg-type]
+            assert by_row(again) == by_row(out), (name, rows.tolist())
+        checked += len(out.rows)
     assert checked > 0

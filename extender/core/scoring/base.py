@@ -15,7 +15,7 @@ A strategy without state or weights inherits those constants and its constructor
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import ClassVar, Protocol, runtime_checkable
@@ -151,6 +151,22 @@ class Refresher(Protocol):
 
     def refresh(self, snapshot: ClusterSnapshot, req: PlacementRequest, fit: FitResult
                 ) -> None: ...
+
+
+@runtime_checkable
+class Speculative(Protocol):
+    """An optional extension of ``Strategy``: its scores may be computed ahead of the call
+    that reads them (``scheduling.speculation``: the next pod of a burst, scored once an
+    answer is out) and permuted to that call's order.
+
+    ``speculation_key`` names every input of ``score`` that is neither the snapshot, nor the
+    request, nor the fit (the default strategy's learned workload mix): two calls with the
+    same snapshot object, equal requests and equal keys must score alike. The promise, checked
+    for every strategy that has it (``tests/core/test_strategy_contract.py``): a fitting row's
+    score and choice depend on the set of rows that fit, not on the order of the fit's rows
+    nor on its rows that do not fit."""
+
+    def speculation_key(self) -> Hashable: ...
 
 
 def deciding_term(chosen: NodeTerms, other: NodeTerms) -> Term | None:

@@ -405,6 +405,15 @@ class CostFragmentation:
         """Changed rows whose kept terms were found by their content, not computed."""
         return self._kept.content_hits
 
+    def speculation_key(self) -> Hashable:
+        """``Speculative``: what ``score`` reads besides the snapshot, the request and the
+        fit: the learned mix's model (a new object whenever its typical shapes may have
+        changed) and its memory per GPU (dS), which every placed pod that asks memory moves.
+        Everything else is the configuration (fixed) or is kept per snapshot or per row
+        content (the same bits whichever call fills it: ``tests/core/test_kept_terms.py``);
+        every term is a function of its row, and the ranks of the set of fitting rows."""
+        return self.frag.model(), self.context.workload.memory_per_gpu()
+
     def score(self, snapshot: ClusterSnapshot, req: PlacementRequest,
               fit: FitResult) -> ScoreResult:
         terms = self.terms(snapshot, req, fit)
