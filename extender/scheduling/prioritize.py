@@ -45,7 +45,7 @@ from extender.scheduling.expiry import Expiry
 from extender.scheduling.holds import api_holding, bound_scores, within_budget
 from extender.scheduling.outcome import Decision
 from extender.scheduling.place import place
-from extender.scheduling.speculation import Speculation
+from extender.scheduling.speculation import Speculation, SpeculationPace
 
 _log = logging.getLogger(__name__)
 
@@ -95,6 +95,8 @@ class Scorer:
         self._lock = threading.Lock()
         self._speculative = isinstance(strategy, Speculative)
         self._ahead: Speculation | None = None
+        self._ahead_taken = False
+        self.pace = SpeculationPace()
         self._taken_ahead: tuple[tuple[FitResult, FitResult], ...] = ()
         """(a call's fit, the speculation's fit it was scored from) for the last calls that
         took a speculation: their explanation reads the speculation's terms."""
@@ -119,18 +121,26 @@ class Scorer:
                     self._on_failure()
                 return fallback_scores(fit)
 
-    def speculate(self, evaluation: Evaluation, placement: PlacementRequest) -> None:
-        """Score ``placement`` on ``evaluation`` now, for a later call with the same inputs
-        (``scheduling.speculation``): only a ``Speculative`` strategy, on known nodes. A
-        failure is logged, never raised (the call scores itself, and reports it)."""
-        if not self._speculative or evaluation.templates is not None or \
-                not evaluation.fit.fits.any():
+    def speculate(self, placement: PlacementRequest, judge: Callable[[], Evaluation]
+                  ) -> None:
+        """Score ``placement`` on what ``judge`` evaluates now, for a later call with the same
+        inputs (``scheduling.speculation``): only a ``Speculative`` strategy, on known nodes,
+        and as often as ``pace`` lets (``judge`` is not called otherwise). A failure is
+        logged, never raised (the call scores itself, and reports it)."""
+        if not self._speculative:
             return
         strategy = cast(Speculative, self.strategy)
-        snapshot, fit = evaluation.snapshot, evaluation.fit
         with self._lock:
-            self._ahead = None
+            if self._ahead is not None:
+                self.pace.ended(self._ahead_taken)
+            self._ahead, self._ahead_taken = None, False
+            if not self.pace.now():
+                return
             try:
+                evaluation = judge()
+                snapshot, fit = evaluation.snapshot, evaluation.fit
+                if evaluation.templates is not None or not fit.fits.any():
+                    return
                 key = strategy.speculation_key()
                 result = self.strategy.score(snapshot, placement, fit)
                 if strategy.speculation_key() != key:
@@ -152,6 +162,7 @@ class Scorer:
         result = ahead.scores_for(fit)
         if result is not None:
             self.taken_ahead += 1
+            self._ahead_taken = True
             self._taken_ahead = ((fit, ahead.fit), *self._taken_ahead[:TAKEN_AHEAD_KEPT - 1])
         return result
 

@@ -21,7 +21,8 @@ input is the same:
   strategy that makes it (``tests/core/test_strategy_contract.py``).
 
 Anything else (another request, a node list that fits other rows, a hold or event in between)
-scores as before: a speculation is never more than a scoring done early.
+scores as before: a speculation is never more than a scoring done early. One that no call takes
+is CPU spent for nothing, so ``SpeculationPace`` backs off after a run of them.
 """
 
 from __future__ import annotations
@@ -78,3 +79,38 @@ class Speculation:
             return None  # a row twice, so another missing
         result = self.result
         return ScoreResult(rows, result.scores[positions], result.choice[positions])
+
+
+UNUSED_BEFORE_BACKING_OFF = 8
+"""Speculations in a row that no call took before ``SpeculationPace`` backs off."""
+BACKED_OFF_EVERY = 16
+"""While backed off: one speculation per this many chances."""
+
+
+class SpeculationPace:
+    """Whether to score ahead now. A speculation no call takes is CPU spent for nothing (on a
+    small machine, CPU the next filter waits for): that is the case when kube-scheduler sends
+    each pod another subset of the nodes (an adaptive ``percentageOfNodesToScore``) or each
+    pod asks something else. After ``UNUSED_BEFORE_BACKING_OFF`` unused ones in a row, only
+    every ``BACKED_OFF_EVERY``-th chance is taken, until one is used again. Owned by the
+    scorer, under its lock."""
+
+    def __init__(self) -> None:
+        self._unused = 0
+        self._chances = 0
+        self.skipped = 0
+        """Chances let pass while backed off (``gpu_extender_scores_ahead_skipped_total``)."""
+
+    def ended(self, taken: bool) -> None:
+        """A speculation is replaced; ``taken``: a call took its scores."""
+        self._unused = 0 if taken else self._unused + 1
+
+    def now(self) -> bool:
+        if self._unused < UNUSED_BEFORE_BACKING_OFF:
+            return True
+        self._chances += 1
+        if self._chances >= BACKED_OFF_EVERY:
+            self._chances = 0
+            return True
+        self.skipped += 1
+        return False

@@ -68,8 +68,9 @@ class Warmer:
             self._scorer.refresh(snapshot, placement, fit)
             self.runs += 1
             listed = self._listed
-            if listed is not None and listed[0] == placement:
-                self._scorer.speculate(
-                    self._evaluator.evaluate(snapshot, placement, listed[1]), placement)
+            if listed is not None and listed[0] is placement:
+                names = listed[1]
+                self._scorer.speculate(placement, lambda: self._evaluator.evaluate(
+                    snapshot, placement, names))
         except Exception:  # a warm is an optimisation: the next verb refreshes itself
             _log.exception("refreshing the row caches failed; the next call refreshes them")

@@ -173,6 +173,7 @@ class ExtenderService:
                     "rows_warmed": float(self.scheduler.warm.runs),
                     "scores_ahead": float(self.scheduler.scorer.speculated),
                     "scores_taken_ahead": float(self.scheduler.scorer.taken_ahead),
+                    "scores_ahead_skipped": float(self.scheduler.scorer.pace.skipped),
                     "holds_after_answer": float(self.scheduler.holds.after_answer),
                     "holds_before_verb": float(self.scheduler.holds.before_verb),
                     "binding_echoes_read": float(self.applier.unbound.hits),

@@ -20,7 +20,12 @@ from extender.platform import Platform
 from extender.scheduling.cycle import CycleTable
 from extender.scheduling.evaluate import Evaluation, Evaluator
 from extender.scheduling.prioritize import Scorer
-from extender.scheduling.speculation import Speculation
+from extender.scheduling.speculation import (
+    BACKED_OFF_EVERY,
+    UNUSED_BEFORE_BACKING_OFF,
+    Speculation,
+    SpeculationPace,
+)
 from tests.core.helpers import catalog, place, placement, random_cluster, request
 from tests.scheduling.test_warm import REPLICAS, _burst, _counter, _service
 
@@ -122,7 +127,7 @@ def _by_row(result: ScoreResult) -> dict[int, tuple[float, int]]:
 def test_a_call_on_the_same_books_takes_the_scores_and_they_equal_its_own(
         platform: Platform) -> None:
     cluster = _Cluster(platform)
-    cluster.scorer.speculate(cluster.evaluate(cluster.names), cluster.preq)
+    cluster.scorer.speculate(cluster.preq, lambda: cluster.evaluate(cluster.names))
     assert cluster.scorer.speculated == 1
     call = cluster.evaluate(cluster.names[::-1])  # kube-scheduler's order changes per call
     taken = cluster.scorer.score(call.snapshot, cluster.preq, call.fit)
@@ -142,7 +147,7 @@ def test_a_hold_in_between_or_a_moved_mix_is_scored_by_the_call(
         platform: Platform) -> None:
     cluster = _Cluster(platform)
     scorer = cluster.scorer
-    scorer.speculate(cluster.evaluate(cluster.names), cluster.preq)
+    scorer.speculate(cluster.preq, lambda: cluster.evaluate(cluster.names))
     # a pod placed in between: a new snapshot, so the call scores itself
     evaluation = cluster.evaluate(cluster.names)
     row = int(evaluation.fit.rows[evaluation.fit.fits][0])
@@ -151,12 +156,12 @@ def test_a_hold_in_between_or_a_moved_mix_is_scored_by_the_call(
     assert _by_row(scorer.score(call.snapshot, cluster.preq, call.fit)) == \
         _by_row(cluster.fresh(platform, call))
     # the mix learned a pod asking more memory per GPU: dS moved, so scored again
-    scorer.speculate(call, cluster.preq)
+    scorer.speculate(cluster.preq, lambda: call)
     cluster.workload.observe(Shape(gpus=1), memory_mib=65536)
     assert _by_row(scorer.score(call.snapshot, cluster.preq, call.fit)) == \
         _by_row(cluster.fresh(platform, call))
     # another request on the same books
-    scorer.speculate(call, cluster.preq)
+    scorer.speculate(cluster.preq, lambda: call)
     other = placement(request("whole", 2))
     two = cluster.evaluator.evaluate(call.snapshot, other, cluster.names)
     scorer.score(two.snapshot, other, two.fit)
@@ -178,7 +183,7 @@ def test_a_strategy_that_fails_ahead_is_logged_and_the_call_scores_itself(
 
     monkeypatch.setattr(cluster.strategy, "score", broken)
     with caplog.at_level(logging.ERROR):
-        cluster.scorer.speculate(evaluation, cluster.preq)
+        cluster.scorer.speculate(cluster.preq, lambda: evaluation)
     assert "scoring ahead failed" in caplog.text and cluster.scorer.speculated == 0
     monkeypatch.setattr(cluster.strategy, "score", score)
     assert _by_row(cluster.scorer.score(evaluation.snapshot, cluster.preq, evaluation.fit)) \
@@ -204,3 +209,49 @@ def test_a_burst_is_answered_the_same_with_scores_taken_ahead(
     assert _counter(ahead_service, "gpu_extender_scores_taken_ahead_total") == \
         scorer.taken_ahead
     assert own_service.scheduler.scorer.taken_ahead == 0
+
+
+def test_the_pace_backs_off_after_unused_speculations_until_one_is_taken() -> None:
+    pace = SpeculationPace()
+    for _ in range(UNUSED_BEFORE_BACKING_OFF):  # 8 in a row that no call took
+        assert pace.now()
+        pace.ended(taken=False)
+    # backed off: 15 chances let pass, the 16th taken
+    assert [pace.now() for _ in range(BACKED_OFF_EVERY)] == \
+        [False] * (BACKED_OFF_EVERY - 1) + [True]
+    assert pace.skipped == BACKED_OFF_EVERY - 1
+    pace.ended(taken=True)  # that one was used: every chance again
+    assert all(pace.now() for _ in range(3))
+
+
+def test_a_scorer_whose_speculations_go_unused_stops_judging_for_them(
+        platform: Platform) -> None:
+    """kube-scheduler sending each pod another subset of the nodes (adaptive
+    ``percentageOfNodesToScore``): no call can take the scores, so after 8 the warm's
+    evaluation and scoring run only once per 16 chances, until a call takes one again."""
+    cluster = _Cluster(platform)
+    scorer, judged = cluster.scorer, []
+
+    def judge() -> Evaluation:
+        judged.append(1)
+        return cluster.evaluate(cluster.names)
+
+    chances = UNUSED_BEFORE_BACKING_OFF + 2 * BACKED_OFF_EVERY
+    for _ in range(chances):
+        scorer.speculate(cluster.preq, judge)
+        fewer = cluster.evaluate(cluster.names[:-3])  # never the same fitting rows
+        scorer.score(fewer.snapshot, cluster.preq, fewer.fit)
+    # 8 before backing off, then 1 of every 16 (32 chances: 2)
+    assert len(judged) == scorer.speculated == UNUSED_BEFORE_BACKING_OFF + 2
+    assert scorer.pace.skipped == chances - len(judged)
+    # the next 16 chances run one, the last: a call on the same nodes takes it
+    for _ in range(BACKED_OFF_EVERY):
+        scorer.speculate(cluster.preq, judge)
+    assert len(judged) == UNUSED_BEFORE_BACKING_OFF + 3
+    call = cluster.evaluate(cluster.names)
+    scorer.score(call.snapshot, cluster.preq, call.fit)
+    assert scorer.taken_ahead == 1
+    # used again: every chance runs
+    for _ in range(3):
+        scorer.speculate(cluster.preq, judge)
+    assert len(judged) == UNUSED_BEFORE_BACKING_OFF + 6
