@@ -60,6 +60,7 @@ def apply_defaults(raw: dict[str, Any]) -> dict[str, Any]:
     if isinstance(scoring, dict):
         scoring.setdefault("strategy", DEFAULT_STRATEGY)
         scoring.setdefault("weights", {})
+        scoring.setdefault("scoreAhead", True)
     service = out.setdefault("service", {})
     if isinstance(service, dict):
         for key, value in DEFAULT_SERVICE.items():

@@ -100,7 +100,8 @@ def build_config(raw: dict[str, Any]) -> PlatformConfig:
             namespaces={ns: tuple(names) for ns, names in protection["namespaces"].items()},
         ),
         scoring=ScoringConfig(strategy=scoring["strategy"],
-                              weights={k: float(v) for k, v in scoring["weights"].items()}),
+                              weights={k: float(v) for k, v in scoring["weights"].items()},
+                              score_ahead=bool(scoring["scoreAhead"])),
         service=ServiceConfig(
             reservation_ttl_seconds=float(service["reservationTTLSeconds"]),
             reconcile_interval_seconds=float(service["reconcileIntervalSeconds"]),

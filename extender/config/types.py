@@ -115,6 +115,9 @@ class ScoringConfig:
     weights: Mapping[str, float] = field(default_factory=dict)
     """Strategy-specific weights; each strategy declares the keys it reads (``Weight``), and
     validation rejects any other key."""
+    score_ahead: bool = True
+    """Score the next pod of a burst once an answer is out, taken only where exact
+    (``scheduling/speculation.py``); off: every call scores itself."""
 
 
 @dataclass(frozen=True)

@@ -85,7 +85,9 @@ class Scorer:
     again, so one odd pod or state can never switch scoring off for every later pod."""
 
     def __init__(self, strategy: Strategy, *,
-                 on_failure: Callable[[], None] | None = None) -> None:
+                 on_failure: Callable[[], None] | None = None,
+                 score_ahead: bool = True) -> None:
+        """``score_ahead``: ``speculate`` may score (``scoring.scoreAhead``)."""
         self.strategy = strategy
         self._refreshes = isinstance(strategy, Refresher)
         self._explains = isinstance(strategy, Explainer)
@@ -93,7 +95,7 @@ class Scorer:
         every call (~7 % of a placement's explanation)."""
         self._on_failure = on_failure
         self._lock = threading.Lock()
-        self._speculative = isinstance(strategy, Speculative)
+        self._speculative = score_ahead and isinstance(strategy, Speculative)
         self._ahead: Speculation | None = None
         self._ahead_taken = False
         self.pace = SpeculationPace()

@@ -105,7 +105,8 @@ class Scheduler:
                                  nodes=lambda: inventory.snapshot().nodes)
         self.evaluator = Evaluator(platform, self.cycles, check_cpu_memory=check_cpu_memory)
         self.scorer = Scorer(platform.strategy(workload=workload),
-                             on_failure=events.strategy_failure)
+                             on_failure=events.strategy_failure,
+                             score_ahead=platform.config.scoring.score_ahead)
         self.placed = PlacedPods(workload)
         self.announcer = Announcer(self.scorer, PlacementRecords(), binder.notify)
         expiry = Expiry(inventory, events, clock)

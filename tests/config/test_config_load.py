@@ -50,6 +50,7 @@ class TestDefaults:
     def test_scoring_defaults_to_cost_fragmentation(self, defaults: PlatformConfig) -> None:
         assert defaults.scoring.strategy == "cost-fragmentation"
         assert dict(defaults.scoring.weights) == {}
+        assert defaults.scoring.score_ahead is True
 
     def test_service_defaults(self, defaults: PlatformConfig) -> None:
         assert defaults.service.reservation_ttl_seconds == 30.0
@@ -140,6 +141,7 @@ protection:
 scoring:
   strategy: best-fit
   weights: {cost: 2, frag: 0.5}
+  scoreAhead: false
 service:
   reservationTTLSeconds: 5
   reconcileIntervalSeconds: 60.5
@@ -161,6 +163,7 @@ service:
     assert config.scoring.strategy == "best-fit"
     assert dict(config.scoring.weights) == {"cost": 2.0, "frag": 0.5}
     assert isinstance(config.scoring.weights["cost"], float)
+    assert config.scoring.score_ahead is False
     assert config.service.reservation_ttl_seconds == 5.0
     assert config.service.reconcile_interval_seconds == 60.5
     assert config.service.check_cpu_memory is True

@@ -180,6 +180,8 @@ SINGLE_MISTAKES = [
     P({"scoring": {"strategy": "cheapest"}}, "scoring.strategy",
       "unknown strategy 'cheapest'; accepted: best-fit, cheapest-first, cost-fragmentation",
       id="an unknown strategy lists the registered ones"),
+    P({"scoring": {"scoreAhead": "yes"}}, "scoring.scoreAhead",
+      "must be true or false, got 'yes'", id="scoreAhead must be a boolean"),
     P({"scoring": {"strategy": ""}}, "scoring.strategy", "must be a non-empty string",
       id="a strategy must not be empty"),
     P({"scoring": {"weights": {"costWeight": -1}}}, "scoring.weights.costWeight",

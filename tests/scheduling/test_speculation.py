@@ -255,3 +255,20 @@ def test_a_scorer_whose_speculations_go_unused_stops_judging_for_them(
     for _ in range(3):
         scorer.speculate(cluster.preq, judge)
     assert len(judged) == UNUSED_BEFORE_BACKING_OFF + 6
+
+
+def test_with_score_ahead_off_the_scorer_never_judges_ahead(platform: Platform) -> None:
+    """``scoring.scoreAhead: false``: every call scores itself."""
+    cluster = _Cluster(platform)
+    scorer = Scorer(cluster.strategy, score_ahead=False)
+    judged: list[int] = []
+
+    def judge() -> Evaluation:
+        judged.append(1)
+        return cluster.evaluate(cluster.names)
+
+    scorer.speculate(cluster.preq, judge)
+    call = cluster.evaluate(cluster.names)
+    assert _by_row(scorer.score(call.snapshot, cluster.preq, call.fit)) == \
+        _by_row(cluster.fresh(platform, call))
+    assert judged == [] and scorer.speculated == scorer.taken_ahead == 0
