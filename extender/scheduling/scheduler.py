@@ -8,7 +8,8 @@ Lock order (a lock may be held while taking the ones after it, never the reverse
 - bind: ``Bind._lock`` -> ``Inventory._lock`` (an RLock); the API calls run after both;
 - prioritize, explain and the warm after an answer (``warm.py``): ``Scorer._lock`` ->
   ``RowCache._lock`` and ``WorkloadMix._lock`` (the strategy reads its row cache and the
-  mix);
+  mix; scoring ahead also fits the node list under ``Scorer._lock``: ``FitCache``'s
+  ``RowCache._lock``);
 - sync: ``InventoryApplier._lock`` -> ``Inventory._lock``, and -> ``PlacedPods._lock``, then
   ``WorkloadMix._lock`` (``on_placed``); offline, ``OfflineCluster._lock`` is released before
   it calls the applier;
