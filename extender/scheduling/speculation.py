@@ -89,11 +89,12 @@ BACKED_OFF_EVERY = 16
 
 class SpeculationPace:
     """Whether to score ahead now. A speculation no call takes is CPU spent for nothing (on a
-    small machine, CPU the next filter waits for): that is the case when kube-scheduler sends
-    each pod another subset of the nodes (an adaptive ``percentageOfNodesToScore``) or each
-    pod asks something else. After ``UNUSED_BEFORE_BACKING_OFF`` unused ones in a row, only
-    every ``BACKED_OFF_EVERY``-th chance is taken, until one is used again. Owned by the
-    scorer, under its lock."""
+    small machine, CPU the next filter waits for): that is the case when each pod asks
+    something else than the one before (a queue of mixed shapes), or kube-scheduler sends each
+    pod another subset of the nodes (a ``percentageOfNodesToScore`` under 100 that still covers
+    half of them: under half, the warm keeps no request, so nothing is scored ahead). After
+    ``UNUSED_BEFORE_BACKING_OFF`` unused ones in a row, only every ``BACKED_OFF_EVERY``-th
+    chance is taken, until one is used again. Owned by the scorer, under its lock."""
 
     def __init__(self) -> None:
         self._unused = 0
