@@ -372,8 +372,7 @@ def _validate_scoring(errors: _Errors, scoring: object, strategies: StrategyCata
         return
     assert isinstance(scoring, dict)
     errors.unknown_keys("scoring", scoring, ("strategy", "weights", "scoreAhead"))
-    if "scoreAhead" in scoring:
-        errors.boolean("scoring.scoreAhead", scoring["scoreAhead"])
+    errors.boolean("scoring.scoreAhead", scoring.get("scoreAhead"))
     strategy = scoring.get("strategy")
     known = errors.string("scoring.strategy", strategy)
     if known and strategies and strategy not in strategies:
