@@ -60,6 +60,12 @@ extender client keeps at most two idle connections (Go's ``DefaultMaxIdleConnsPe
 while binds overlap it opens new ones (~300 in a 1,000-pod burst here), and over TLS each costs
 a full handshake. Not with ``floor`` modes (the floor serves plain HTTP).
 
+``--extender-core`` splits the CPUs (``benchmarks/core_split.py``): the control plane,
+kube-scheduler and this driver on the first, the extender on the others, in every mode (plain's
+second CPU idles). On a 2-vCPU machine everything otherwise shares both cores, so each
+millisecond of the extender's CPU is one the API server and kube-scheduler wait for; in a
+cluster the extender has its own pod and node. A different measurement, not the default one.
+
 ``--base-tree DIR`` adds the mode ``base``: the extender mode with the extender run from another
 checkout (``git worktree add --detach DIR <commit>``), so a change and its base are measured
 side by side in one invocation (same load, same control plane binaries).
@@ -99,6 +105,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
 from benchmarks.control_plane_metrics import ControlPlaneMetrics  # noqa: E402
+from benchmarks.core_split import CoreSplit, CoreSplitError, pin_threads  # noqa: E402
 from localcluster import ExtenderSpec, LocalCluster, find_binaries  # noqa: E402
 from localcluster.components import scheduler_command  # noqa: E402
 from localcluster.network import free_port, tls_context, wait_until_ready  # noqa: E402
@@ -139,9 +146,9 @@ FLOOR_MODES = ("floor", "floor-events")
 """``benchmarks/floor_extender.py``: the protocol's cost without any decision (no watch, no
 metrics; ``floor-events`` also writes one event per bind)."""
 CALLED_MODES = EXTENDER_MODES + FLOOR_MODES
+"""The modes whose kube-scheduler calls an extender (the shipped profile's extenders)."""
 TLS_SERVER_NAME = "gpu-extender.kube-system.svc"
 """``--tls``: the name kube-scheduler verifies (the chart's Service name)."""
-"""The modes whose kube-scheduler calls an extender (the shipped profile's extenders)."""
 TICKS = os.sysconf("SC_CLK_TCK")
 SYSTEM_SHARE = "extender (system)"
 """The extender's kernel time: a part of its "extender" figure (user + system), not added."""
@@ -450,8 +457,28 @@ def _worker_pid(master: int) -> int | None:
 def run(mode: str, nodes: int, pods: int, timeout_s: float,
         profile: Path | None = None, *, base_tree: Path | None = None,
         apiserver_profile: Path | None = None, owner: str = "none",
-        event_qps: float | None = None, tls: ServingTls | None = None) -> Result:
-    """``tls``: the extender modes serve HTTPS with it (``--tls``)."""
+        event_qps: float | None = None, tls: ServingTls | None = None,
+        split: CoreSplit | None = None) -> Result:
+    """``tls``: the extender modes serve HTTPS with it (``--tls``); ``split``: the
+    control plane and the extender on CPUs of their own (``--extender-core``)."""
+    if split is None:
+        return _run(mode, nodes, pods, timeout_s, profile, base_tree=base_tree,
+                    apiserver_profile=apiserver_profile, owner=owner, event_qps=event_qps,
+                    tls=tls)
+    everywhere = frozenset(os.sched_getaffinity(0))
+    pin_threads([os.getpid()], split.control_plane)  # what the cluster starts inherits it
+    try:
+        return _run(mode, nodes, pods, timeout_s, profile, base_tree=base_tree,
+                    apiserver_profile=apiserver_profile, owner=owner, event_qps=event_qps,
+                    tls=tls, extender_cpus=split.extender)
+    finally:
+        pin_threads([os.getpid()], everywhere)
+
+
+def _run(mode: str, nodes: int, pods: int, timeout_s: float, profile: Path | None, *,
+         base_tree: Path | None, apiserver_profile: Path | None, owner: str,
+         event_qps: float | None, tls: ServingTls | None,
+         extender_cpus: frozenset[int] | None = None) -> Result:
     with_extender = mode in EXTENDER_MODES
     tls = tls if with_extender else None
     context = None if tls is None else tls.client_context()
@@ -464,6 +491,8 @@ def run(mode: str, nodes: int, pods: int, timeout_s: float,
     spec = (_extender(tree, config, tls) if with_extender else
             _floor(mode == "floor-events") if mode in FLOOR_MODES else None)
     with LocalCluster(None, spec, binaries, apiserver_args=UNTHROTTLED) as cluster:
+        if extender_cpus is not None and cluster.extender_pid is not None:
+            pin_threads(_subtree(cluster.extender_pid, _children()), extender_cpus)
         _create_all(cluster, nodes, pods, owner)
         if with_extender:
             _wait_extender_nodes(cluster, nodes, context=context)
@@ -706,6 +735,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tls", action="store_true",
                         help="the extender modes serve HTTPS and kube-scheduler calls them "
                              "with enableHTTPS (the chart's extender-service mode)")
+    parser.add_argument("--extender-core", action="store_true",
+                        help="the control plane, kube-scheduler and this driver on the first "
+                             "CPU, the extender on the others (every mode: plain's second CPU "
+                             "idles): the extender with a core of its own, as in a cluster")
     parser.add_argument("--owner", choices=("none", "replicaset"), default="none",
                         help="replicaset: the pods are a ReplicaSet's, as a Deployment's are "
                              "(PodTopologySpread's system defaults then score them)")
@@ -720,6 +753,13 @@ def main(argv: list[str] | None = None) -> int:
           + (f"; extender mode: service.eventQPS {args.event_qps:g}"
              if args.event_qps is not None else "")
           + ("; the extender serves HTTPS (--tls)" if args.tls else ""))
+    split = None
+    if args.extender_core:
+        try:
+            split = CoreSplit.of_this_machine()
+        except CoreSplitError as exc:
+            parser.error(str(exc))
+        print(f"# --extender-core: {split.describe()}")
     pki_dir = tempfile.TemporaryDirectory(prefix="bench-tls-") if args.tls else None
     tls = ServingTls.make(Path(pki_dir.name)) if pki_dir is not None else None
     for nodes in args.nodes:
@@ -728,7 +768,7 @@ def main(argv: list[str] | None = None) -> int:
             results[mode] = run(mode, nodes, args.pods, args.timeout, args.profile,
                                 base_tree=args.base_tree,
                                 apiserver_profile=args.apiserver_profile, owner=args.owner,
-                                event_qps=args.event_qps, tls=tls)
+                                event_qps=args.event_qps, tls=tls, split=split)
             _report(results[mode])
         for mine in CALLED_MODES:
             for other in ("plain", "stock"):
