@@ -77,7 +77,9 @@ side by side in one invocation (same load, same control plane binaries).
 the burst: ``DIR/<mode>-<nodes>.txt`` (collapsed stacks) and a summary printed by
 ``benchmarks/profile_summary.py``.
 
-Prints one line per (nodes, mode) and the ratios extender / plain and extender / stock.
+Prints one line per (nodes, mode) run, then each extender run's ratio to the mean pods/s of
+the invocation's plain runs (and stock's): ``--modes plain extender extender plain`` gives two
+ratios, each against both plain runs.
 """
 
 from __future__ import annotations
@@ -763,20 +765,34 @@ def main(argv: list[str] | None = None) -> int:
     pki_dir = tempfile.TemporaryDirectory(prefix="bench-tls-") if args.tls else None
     tls = ServingTls.make(Path(pki_dir.name)) if pki_dir is not None else None
     for nodes in args.nodes:
-        results = {}
+        results: dict[str, list[Result]] = {}
         for mode in args.modes:  # reported as each ends: a later failure keeps it
-            results[mode] = run(mode, nodes, args.pods, args.timeout, args.profile,
-                                base_tree=args.base_tree,
-                                apiserver_profile=args.apiserver_profile, owner=args.owner,
-                                event_qps=args.event_qps, tls=tls, split=split)
-            _report(results[mode])
-        for mine in CALLED_MODES:
-            for other in ("plain", "stock"):
-                if mine in results and other in results:
-                    ours, theirs = results[mine].pods_per_s, results[other].pods_per_s
-                    print(f"nodes={nodes:5d} ratio {mine}/{other} = "
-                          f"{ours / theirs if theirs else float('nan'):.2f}", flush=True)
+            result = run(mode, nodes, args.pods, args.timeout, args.profile,
+                         base_tree=args.base_tree, apiserver_profile=args.apiserver_profile,
+                         owner=args.owner, event_qps=args.event_qps, tls=tls, split=split)
+            results.setdefault(mode, []).append(result)
+            _report(result)
+        for line in ratio_lines(nodes, results):
+            print(line, flush=True)
     return 0
+
+
+def ratio_lines(nodes: int, results: dict[str, list[Result]]) -> list[str]:
+    """Each run of a mode that calls an extender against the mean pods/s of the
+    invocation's ``plain`` and ``stock`` runs (a mode run twice is two runs, not its last)."""
+    lines = []
+    for mine in CALLED_MODES:
+        for other in ("plain", "stock"):
+            if mine not in results or other not in results:
+                continue
+            theirs = [r.pods_per_s for r in results[other]]
+            mean = sum(theirs) / len(theirs)
+            ours = ", ".join(f"{r.pods_per_s / mean if mean else float('nan'):.2f}"
+                             for r in results[mine])
+            against = f"the mean of {len(theirs)} runs" if len(theirs) > 1 else "its run"
+            lines.append(f"nodes={nodes:5d} ratio {mine}/{other} = {ours} ({other}: {against}, "
+                         f"{mean:.1f} pods/s)")
+    return lines
 
 
 def _report(result: Result) -> None:
