@@ -96,6 +96,7 @@ import threading
 import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -463,18 +464,10 @@ def run(mode: str, nodes: int, pods: int, timeout_s: float,
         split: CoreSplit | None = None) -> Result:
     """``tls``: the extender modes serve HTTPS with it (``--tls``); ``split``: the
     control plane and the extender on CPUs of their own (``--extender-core``)."""
-    if split is None:
+    with split.driver_on_control_plane() if split is not None else nullcontext():
         return _run(mode, nodes, pods, timeout_s, profile, base_tree=base_tree,
                     apiserver_profile=apiserver_profile, owner=owner, event_qps=event_qps,
-                    tls=tls)
-    everywhere = frozenset(os.sched_getaffinity(0))
-    pin_threads([os.getpid()], split.control_plane)  # what the cluster starts inherits it
-    try:
-        return _run(mode, nodes, pods, timeout_s, profile, base_tree=base_tree,
-                    apiserver_profile=apiserver_profile, owner=owner, event_qps=event_qps,
-                    tls=tls, extender_cpus=split.extender)
-    finally:
-        pin_threads([os.getpid()], everywhere)
+                    tls=tls, extender_cpus=split.extender if split is not None else None)
 
 
 def _run(mode: str, nodes: int, pods: int, timeout_s: float, profile: Path | None, *,

@@ -15,7 +15,8 @@ with and without the extender beside it.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +39,17 @@ class CoreSplit:
             raise CoreSplitError(f"--extender-core needs at least 2 CPUs, this process may "
                                  f"use {len(cpus)}")
         return cls(frozenset(cpus[:1]), frozenset(cpus[1:]))
+
+    @contextmanager
+    def driver_on_control_plane(self) -> Iterator[None]:
+        """This process's threads on the control plane's CPUs while the block runs (what it
+        starts inherits them), back on every CPU they had after it."""
+        everywhere = frozenset(os.sched_getaffinity(0))
+        pin_threads([os.getpid()], self.control_plane)
+        try:
+            yield
+        finally:
+            pin_threads([os.getpid()], everywhere)
 
     def describe(self) -> str:
         return (f"the control plane, kube-scheduler and this driver on CPU "

@@ -89,3 +89,11 @@ def test_one_cpu_is_refused_with_the_count() -> None:
                          preexec_fn=lambda: os.sched_setaffinity(0, {one}))
     assert out.stdout.strip() == "--extender-core needs at least 2 CPUs, this process may use 1"
     assert issubclass(CoreSplitError, RuntimeError)
+
+
+def test_the_driver_is_confined_in_the_block_and_freed_after_it() -> None:
+    split = CoreSplit.of_this_machine()
+    before = _allowed(os.getpid())
+    with split.driver_on_control_plane():
+        assert _allowed(os.getpid()) == {split.control_plane}
+    assert _allowed(os.getpid()) == before
