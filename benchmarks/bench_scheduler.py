@@ -71,7 +71,9 @@ checkout (``git worktree add --detach DIR <commit>``), so a change and its base 
 side by side in one invocation (same load, same control plane binaries).
 
 ``--apiserver-profile DIR`` saves the API server's Go CPU profile for 5 s of each burst
-(``DIR/<mode>-<nodes>.apiserver.pprof``; ``go tool pprof -top -cum <kube-apiserver binary> FILE``).
+(``DIR/<mode>-<nodes>.apiserver.pprof``; ``go tool pprof -top -cum <kube-apiserver binary> FILE``),
+``--scheduler-profile DIR`` kube-scheduler's (``DIR/<mode>-<nodes>.scheduler.pprof``; its
+``/debug/pprof/`` is then served without authentication, as its ``/metrics`` is here).
 
 ``--profile DIR`` samples the extender's worker with py-spy (``pip install py-spy``) during
 the burst: ``DIR/<mode>-<nodes>.txt`` (collapsed stacks) and a summary printed by
@@ -459,20 +461,22 @@ def _worker_pid(master: int) -> int | None:
 
 def run(mode: str, nodes: int, pods: int, timeout_s: float,
         profile: Path | None = None, *, base_tree: Path | None = None,
-        apiserver_profile: Path | None = None, owner: str = "none",
-        event_qps: float | None = None, tls: ServingTls | None = None,
+        apiserver_profile: Path | None = None, scheduler_profile: Path | None = None,
+        owner: str = "none", event_qps: float | None = None, tls: ServingTls | None = None,
         split: CoreSplit | None = None) -> Result:
     """``tls``: the extender modes serve HTTPS with it (``--tls``); ``split``: the
     control plane and the extender on CPUs of their own (``--extender-core``)."""
     with split.driver_on_control_plane() if split is not None else nullcontext():
         return _run(mode, nodes, pods, timeout_s, profile, base_tree=base_tree,
-                    apiserver_profile=apiserver_profile, owner=owner, event_qps=event_qps,
-                    tls=tls, extender_cpus=split.extender if split is not None else None)
+                    apiserver_profile=apiserver_profile, scheduler_profile=scheduler_profile,
+                    owner=owner, event_qps=event_qps, tls=tls,
+                    extender_cpus=split.extender if split is not None else None)
 
 
 def _run(mode: str, nodes: int, pods: int, timeout_s: float, profile: Path | None, *,
-         base_tree: Path | None, apiserver_profile: Path | None, owner: str,
-         event_qps: float | None, tls: ServingTls | None,
+         base_tree: Path | None, apiserver_profile: Path | None,
+         scheduler_profile: Path | None, owner: str, event_qps: float | None,
+         tls: ServingTls | None,
          extender_cpus: frozenset[int] | None = None) -> Result:
     with_extender = mode in EXTENDER_MODES
     tls = tls if with_extender else None
@@ -499,11 +503,12 @@ def _run(mode: str, nodes: int, pods: int, timeout_s: float, profile: Path | Non
         started = time.monotonic()
         scheduler = ManagedProcess(
             "kube-scheduler", scheduler_command(
-                binaries.kube_scheduler, _scheduler_config(cluster, mode, tls), port, []),
+                binaries.kube_scheduler, _scheduler_config(cluster, mode, tls), port,
+                [] if scheduler_profile is None else [SCHEDULER_PPROF_ALLOWED]),
             cluster.workdir / "bench-scheduler.log")
         roots = _roots(cluster, scheduler)
         spy: subprocess.Popen[bytes] | None = None
-        pprof: threading.Thread | None = None
+        pprofs: list[threading.Thread] = []
         cpu_first: tuple[int, dict[str, float], float] | None = None
         cpu_last: tuple[int, dict[str, float], float] | None = None
         try:
@@ -517,9 +522,14 @@ def _run(mode: str, nodes: int, pods: int, timeout_s: float, profile: Path | Non
                     if profile is not None and with_extender:
                         spy = _start_profiler(cluster, profile, f"{mode}-{nodes}")
                     if apiserver_profile is not None:
-                        pprof = threading.Thread(
+                        pprofs.append(threading.Thread(
                             target=_apiserver_pprof, name="apiserver-pprof", args=(
-                                cluster, apiserver_profile / f"{mode}-{nodes}.apiserver.pprof"))
+                                cluster, apiserver_profile / f"{mode}-{nodes}.apiserver.pprof")))
+                    if scheduler_profile is not None:
+                        pprofs.append(threading.Thread(
+                            target=_scheduler_pprof, name="scheduler-pprof", args=(
+                                port, scheduler_profile / f"{mode}-{nodes}.scheduler.pprof")))
+                    for pprof in pprofs:
                         pprof.start()
                 if bound <= pods - pods // 20:
                     cpu_last = (bound, _cpu_by_process(roots), time.monotonic())
@@ -528,7 +538,7 @@ def _run(mode: str, nodes: int, pods: int, timeout_s: float, profile: Path | Non
             if spy is not None:  # py-spy writes its output on SIGINT (not on SIGTERM)
                 spy.send_signal(signal.SIGINT)
                 spy.wait(60)
-            if pprof is not None:
+            for pprof in pprofs:
                 pprof.join(APISERVER_PROFILE_S + 60)
             scheduler.stop()
             clock.close()
@@ -644,6 +654,26 @@ def _apiserver_pprof(cluster: LocalCluster, path: Path) -> None:
         print(f"bench_scheduler: no API server profile: {exc}", file=sys.stderr)
 
 
+SCHEDULER_PPROF_ALLOWED = "--authorization-always-allow-paths=/debug/pprof/*"
+"""``--scheduler-profile``: kube-scheduler's profiles served without authentication too (it
+has no delegated authentication here). A list flag given twice: pflag appends the second to
+the first (``scheduler_command``'s health and metrics paths stay)."""
+
+
+def _scheduler_pprof(port: int, path: Path) -> None:
+    """kube-scheduler's Go CPU profile for ``APISERVER_PROFILE_S`` seconds of the burst
+    (``go tool pprof -top kube-scheduler PATH``); a failure is reported, never raised."""
+    try:
+        url = f"https://127.0.0.1:{port}/debug/pprof/profile?seconds={APISERVER_PROFILE_S}"
+        with urllib.request.urlopen(url, timeout=APISERVER_PROFILE_S + 30,
+                                    context=tls_context(None)) as answer:
+            data: bytes = answer.read()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    except Exception as exc:  # a benchmark's extra: never fail the run for it
+        print(f"bench_scheduler: no kube-scheduler profile: {exc}", file=sys.stderr)
+
+
 def _metrics(cluster: LocalCluster, context: ssl.SSLContext | None = None) -> bytes:
     # one scrape: at 5,000 nodes the per-GPU series make it slow on a loaded machine
     with urllib.request.urlopen(f"{cluster.extender_url}/metrics", timeout=300,
@@ -722,6 +752,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--apiserver-profile", type=Path, metavar="DIR",
                         help="the API server's Go CPU profile for 5 s of each burst "
                              "(DIR/<mode>-<nodes>.apiserver.pprof)")
+    parser.add_argument("--scheduler-profile", type=Path, metavar="DIR",
+                        help="kube-scheduler's Go CPU profile for 5 s of each burst "
+                             "(DIR/<mode>-<nodes>.scheduler.pprof)")
     parser.add_argument("--base-tree", type=Path, metavar="DIR",
                         help="mode base: the extender run from this checkout")
     parser.add_argument("--event-qps", type=float, metavar="Q",
@@ -762,6 +795,7 @@ def main(argv: list[str] | None = None) -> int:
         for mode in args.modes:  # reported as each ends: a later failure keeps it
             result = run(mode, nodes, args.pods, args.timeout, args.profile,
                          base_tree=args.base_tree, apiserver_profile=args.apiserver_profile,
+                         scheduler_profile=args.scheduler_profile,
                          owner=args.owner, event_qps=args.event_qps, tls=tls, split=split)
             results.setdefault(mode, []).append(result)
             _report(result)
