@@ -109,7 +109,7 @@ import yaml
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
-from benchmarks.control_plane_metrics import ControlPlaneMetrics  # noqa: E402
+from benchmarks.control_plane_metrics import ControlPlaneMetrics, scheduler_line  # noqa: E402
 from benchmarks.core_split import CoreSplit, CoreSplitError, pin_threads  # noqa: E402
 from localcluster import ExtenderSpec, LocalCluster, find_binaries  # noqa: E402
 from localcluster.components import scheduler_command  # noqa: E402
@@ -539,7 +539,8 @@ def _run(mode: str, nodes: int, pods: int, timeout_s: float, profile: Path | Non
                 spy.send_signal(signal.SIGINT)
                 spy.wait(60)
             for pprof in pprofs:
-                pprof.join(APISERVER_PROFILE_S + 60)
+                pprof.join(GO_PROFILE_S + 60)
+            print(f"nodes={nodes:5d} mode={mode:8s} {scheduler_line(port)}", flush=True)
             scheduler.stop()
             clock.close()
         if clock.renewals:
@@ -636,17 +637,19 @@ def _start_profiler(cluster: LocalCluster, directory: Path, name: str
         stderr=(directory / f"py-spy-{name}.log").open("wb"))
 
 
-APISERVER_PROFILE_S = 5
+GO_PROFILE_S = 5
+"""Seconds of the burst each Go CPU profile covers (``--apiserver-profile``,
+``--scheduler-profile``)."""
 
 
 def _apiserver_pprof(cluster: LocalCluster, path: Path) -> None:
-    """The API server's Go CPU profile for ``APISERVER_PROFILE_S`` seconds of the burst
+    """The API server's Go CPU profile for ``GO_PROFILE_S`` seconds of the burst
     (``go tool pprof -top kube-apiserver PATH``); a failure is reported, never raised."""
     try:
         answer = cluster.api_client().call_api(
-            "/debug/pprof/profile", "GET", query_params=[("seconds", APISERVER_PROFILE_S)],
+            "/debug/pprof/profile", "GET", query_params=[("seconds", GO_PROFILE_S)],
             _preload_content=False, auth_settings=["BearerToken"],
-            _request_timeout=APISERVER_PROFILE_S + 30)
+            _request_timeout=GO_PROFILE_S + 30)
         response = answer[0] if isinstance(answer, tuple) else answer
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(response.data)
@@ -661,11 +664,11 @@ the first (``scheduler_command``'s health and metrics paths stay)."""
 
 
 def _scheduler_pprof(port: int, path: Path) -> None:
-    """kube-scheduler's Go CPU profile for ``APISERVER_PROFILE_S`` seconds of the burst
+    """kube-scheduler's Go CPU profile for ``GO_PROFILE_S`` seconds of the burst
     (``go tool pprof -top kube-scheduler PATH``); a failure is reported, never raised."""
     try:
-        url = f"https://127.0.0.1:{port}/debug/pprof/profile?seconds={APISERVER_PROFILE_S}"
-        with urllib.request.urlopen(url, timeout=APISERVER_PROFILE_S + 30,
+        url = f"https://127.0.0.1:{port}/debug/pprof/profile?seconds={GO_PROFILE_S}"
+        with urllib.request.urlopen(url, timeout=GO_PROFILE_S + 30,
                                     context=tls_context(None)) as answer:
             data: bytes = answer.read()
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from localcluster.network import tls_context
+
 SERIES = {
     "apiserver binding": ("apiserver_request_duration_seconds",
                           ('verb="POST"', 'resource="pods"', 'subresource="binding"')),
@@ -41,7 +43,7 @@ control plane do, beside the CPU it took."""
 _LABEL = re.compile(r'(\w+)="([^"]*)"')
 
 _LINE = re.compile(r"^(?P<name>[a-zA-Z_:][\w:]*)(?:\{(?P<labels>[^}]*)\})? (?P<value>\S+)$")
-_LE = re.compile(r'le="([^"]+)"')
+_LE = re.compile(r'(?:^|,)le="([^"]+)"')  # not the end of another name (profile=)
 
 
 @dataclass(frozen=True)
@@ -159,6 +161,35 @@ class ControlPlaneMetrics:
                 continue
             parts.append(f"{key} p50 {p50:.2f} mean {mean:.2f} (n {histogram.count:.0f})")
         return "control plane ms: " + ("; ".join(parts) if parts else "(no metrics)")
+
+
+SCHEDULER_SERIES = {
+    "scheduling attempt": ("scheduler_scheduling_attempt_duration_seconds",
+                           ('result="scheduled"',)),
+    "of it the algorithm": ("scheduler_scheduling_algorithm_duration_seconds", ()),
+}
+"""kube-scheduler's own time per pod it scheduled: the cycle that waits for the extender's
+filter (the algorithm: its filters, the extenders' filters, scoring), whatever the CPU left
+for it."""
+
+
+def scheduler_line(port: int) -> str:
+    """kube-scheduler's ``SCHEDULER_SERIES`` since it started (it is started for the burst):
+    p50 and mean in ms; read from its ``/metrics``, which the benchmark's cluster serves
+    without authentication."""
+    try:
+        with urllib.request.urlopen(f"https://127.0.0.1:{port}/metrics", timeout=30,
+                                    context=tls_context(None)) as reply:
+            text = reply.read().decode()
+    except Exception:  # a benchmark's extra line: never fail the run for it
+        return "kube-scheduler ms: (no metrics)"
+    parts = []
+    for key, (name, labels) in SCHEDULER_SERIES.items():
+        histogram = parse(text, name, labels)
+        p50, mean = histogram.quantile_ms(0.5), histogram.mean_ms()
+        if p50 is not None and mean is not None:
+            parts.append(f"{key} p50 {p50:.2f} mean {mean:.2f} (n {histogram.count:.0f})")
+    return "kube-scheduler ms: " + ("; ".join(parts) if parts else "(no metrics)")
 
 
 def _etcd_url(workdir: Path) -> str:
