@@ -79,7 +79,8 @@ side by side in one invocation (same load, same control plane binaries).
 the burst: ``DIR/<mode>-<nodes>.txt`` (collapsed stacks) and a summary printed by
 ``benchmarks/profile_summary.py``.
 
-Prints one line per (nodes, mode) run, then each extender run's ratio to the mean pods/s of
+Prints one line per (nodes, mode) run (with kube-scheduler's own time per pod, from its
+``/metrics``), then each extender run's ratio to the mean pods/s of
 the invocation's plain runs (and stock's): ``--modes plain extender extender plain`` gives two
 ratios, each against both plain runs.
 """
@@ -534,13 +535,13 @@ def _run(mode: str, nodes: int, pods: int, timeout_s: float, profile: Path | Non
                 if bound <= pods - pods // 20:
                     cpu_last = (bound, _cpu_by_process(roots), time.monotonic())
                 time.sleep(0.1)
+            print(f"nodes={nodes:5d} mode={mode:8s} {scheduler_line(port)}", flush=True)
         finally:
             if spy is not None:  # py-spy writes its output on SIGINT (not on SIGTERM)
                 spy.send_signal(signal.SIGINT)
                 spy.wait(60)
             for pprof in pprofs:
                 pprof.join(GO_PROFILE_S + 60)
-            print(f"nodes={nodes:5d} mode={mode:8s} {scheduler_line(port)}", flush=True)
             scheduler.stop()
             clock.close()
         if clock.renewals:

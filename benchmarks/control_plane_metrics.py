@@ -7,6 +7,9 @@ decomposed).
     ...
     print(ControlPlaneMetrics.scrape(cluster).since(before).line())
 
+``scheduler_line(port)`` reads kube-scheduler's own histograms the same way (from its start,
+which is the burst's).
+
 Histograms are read from the text exposition (``_bucket``/``_sum``/``_count``), summed over
 the label sets that match; p50 is interpolated within its bucket (Prometheus'
 ``histogram_quantile``).
@@ -168,9 +171,9 @@ SCHEDULER_SERIES = {
                            ('result="scheduled"',)),
     "of it the algorithm": ("scheduler_scheduling_algorithm_duration_seconds", ()),
 }
-"""kube-scheduler's own time per pod it scheduled: the cycle that waits for the extender's
-filter (the algorithm: its filters, the extenders' filters, scoring), whatever the CPU left
-for it."""
+"""kube-scheduler's own time per pod it scheduled: the attempt (which includes the
+asynchronous binding, so mostly the bind's wait) and the algorithm in it (its filters, the
+extenders' filters, scoring: the part of the cycle that waits for the extender's filter)."""
 
 
 def scheduler_line(port: int) -> str:
