@@ -75,6 +75,16 @@ side by side in one invocation (same load, same control plane binaries).
 ``--scheduler-profile DIR`` kube-scheduler's (``DIR/<mode>-<nodes>.scheduler.pprof``; its
 ``/debug/pprof/`` is then served without authentication, as its ``/metrics`` is here).
 
+``--pace R`` measures latency instead of throughput: the nodes are created first, then the
+pods at R per second once kube-scheduler runs (``benchmarks/paced_pods.py``), so at an R below
+what the slowest mode sustains nothing saturates; each run prints each pod's created -> bound
+milliseconds (p50, p90, p99), beside the bind's p50 in the extender and the API server's own
+Binding. A burst saturates every process, and its latencies are mostly waits for a core. The
+CPU per pod then includes creating the pods, and the idle cluster's cost per second is paid
+over the longer run; pods/s is the pace, so no ratio is printed. The API server's latency
+histograms start at a 5 ms bucket: a p50 under 5 ms is interpolated inside it, so read their
+means.
+
 ``--profile DIR`` samples the extender's worker with py-spy (``pip install py-spy``) during
 the burst: ``DIR/<mode>-<nodes>.txt`` (collapsed stacks) and a summary printed by
 ``benchmarks/profile_summary.py``.
@@ -112,6 +122,7 @@ sys.path.insert(0, str(REPO_ROOT))
 
 from benchmarks.control_plane_metrics import ControlPlaneMetrics, scheduler_line  # noqa: E402
 from benchmarks.core_split import CoreSplit, CoreSplitError, pin_threads  # noqa: E402
+from benchmarks.paced_pods import PacedCreator, latency_ms  # noqa: E402
 from localcluster import ExtenderSpec, LocalCluster, find_binaries  # noqa: E402
 from localcluster.components import scheduler_command  # noqa: E402
 from localcluster.network import free_port, tls_context, wait_until_ready  # noqa: E402
@@ -191,6 +202,9 @@ class Result:
     ``gpu_extender_thread_cpu_seconds``), over the whole burst: scraped right before
     kube-scheduler starts and after the last bind (a scrape inside the burst would charge it
     the per-GPU series)."""
+    paced: dict[str, float] | None = None
+    """``--pace``: the pace asked and the pace the creates were sent at (pods per second), and
+    each pod's created -> bound milliseconds at ``paced_pods.QUANTILES``."""
 
     @property
     def pods_per_s(self) -> float:
@@ -267,7 +281,10 @@ def _replica_set(cluster: LocalCluster) -> dict[str, Any]:
             "uid": created.metadata.uid, "controller": True}
 
 
-def _create_all(cluster: LocalCluster, nodes: int, pods: int, owner: str = "none") -> None:
+def _create_all(cluster: LocalCluster, nodes: int, pods: int, owner: str = "none"
+                ) -> dict[str, Any] | None:
+    """The nodes, then ``pods`` pods (0 with ``--pace``: they are created during the run);
+    returns the pods' owner reference, if any."""
     api = cluster.api()
     reference = _replica_set(cluster) if owner == "replicaset" else None
 
@@ -281,6 +298,18 @@ def _create_all(cluster: LocalCluster, nodes: int, pods: int, owner: str = "none
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(node, range(nodes)))
         list(pool.map(pod, range(pods)))
+    return reference
+
+
+def _paced_pods(cluster: LocalCluster, pods: int, pace: float,
+                reference: dict[str, Any] | None) -> PacedCreator:
+    api = cluster.api()
+    by_name = {f"burst-{i}": i for i in range(pods)}
+
+    def create(name: str) -> None:
+        api.create_namespaced_pod(NAMESPACE, _pod(by_name[name], reference))
+
+    return PacedCreator(create, list(by_name), pace=pace)
 
 
 def _wait_extender_nodes(cluster: LocalCluster, nodes: int, timeout_s: float = 300,
@@ -464,21 +493,22 @@ def run(mode: str, nodes: int, pods: int, timeout_s: float,
         profile: Path | None = None, *, base_tree: Path | None = None,
         apiserver_profile: Path | None = None, scheduler_profile: Path | None = None,
         owner: str = "none", event_qps: float | None = None, tls: ServingTls | None = None,
-        split: CoreSplit | None = None) -> Result:
+        split: CoreSplit | None = None, pace: float | None = None) -> Result:
     """``tls``: the extender modes serve HTTPS with it (``--tls``); ``split``: the
-    control plane and the extender on CPUs of their own (``--extender-core``)."""
+    control plane and the extender on CPUs of their own (``--extender-core``); ``pace``: the
+    pods are created at that many per second once kube-scheduler runs (``--pace``)."""
     with split.driver_on_control_plane() if split is not None else nullcontext():
         return _run(mode, nodes, pods, timeout_s, profile, base_tree=base_tree,
                     apiserver_profile=apiserver_profile, scheduler_profile=scheduler_profile,
                     owner=owner, event_qps=event_qps, tls=tls,
-                    extender_cpus=split.extender if split is not None else None)
+                    extender_cpus=split.extender if split is not None else None, pace=pace)
 
 
 def _run(mode: str, nodes: int, pods: int, timeout_s: float, profile: Path | None, *,
          base_tree: Path | None, apiserver_profile: Path | None,
          scheduler_profile: Path | None, owner: str, event_qps: float | None,
          tls: ServingTls | None,
-         extender_cpus: frozenset[int] | None = None) -> Result:
+         extender_cpus: frozenset[int] | None = None, pace: float | None = None) -> Result:
     with_extender = mode in EXTENDER_MODES
     tls = tls if with_extender else None
     context = None if tls is None else tls.client_context()
@@ -493,7 +523,7 @@ def _run(mode: str, nodes: int, pods: int, timeout_s: float, profile: Path | Non
     with LocalCluster(None, spec, binaries, apiserver_args=UNTHROTTLED) as cluster:
         if extender_cpus is not None and cluster.extender_pid is not None:
             pin_threads(_subtree(cluster.extender_pid, _children()), extender_cpus)
-        _create_all(cluster, nodes, pods, owner)
+        reference = _create_all(cluster, nodes, 0 if pace else pods, owner)
         if with_extender:
             _wait_extender_nodes(cluster, nodes, context=context)
         clock = BindClock(cluster)
@@ -512,9 +542,12 @@ def _run(mode: str, nodes: int, pods: int, timeout_s: float, profile: Path | Non
         pprofs: list[threading.Thread] = []
         cpu_first: tuple[int, dict[str, float], float] | None = None
         cpu_last: tuple[int, dict[str, float], float] | None = None
+        creator: PacedCreator | None = None
         try:
             wait_until_ready(scheduler, f"https://127.0.0.1:{port}/healthz", 60,
                              tls_context(None))
+            if pace:
+                creator = _paced_pods(cluster, pods, pace, reference)
             deadline = time.monotonic() + timeout_s
             while len(clock.stamps) < pods and time.monotonic() < deadline:
                 bound = len(clock.stamps)
@@ -537,6 +570,8 @@ def _run(mode: str, nodes: int, pods: int, timeout_s: float, profile: Path | Non
                 time.sleep(0.1)
             print(f"nodes={nodes:5d} mode={mode:8s} {scheduler_line(port)}", flush=True)
         finally:
+            if creator is not None:
+                creator.stop()
             if spy is not None:  # py-spy writes its output on SIGINT (not on SIGTERM)
                 spy.send_signal(signal.SIGINT)
                 spy.wait(60)
@@ -544,6 +579,13 @@ def _run(mode: str, nodes: int, pods: int, timeout_s: float, profile: Path | Non
                 pprof.join(GO_PROFILE_S + 60)
             scheduler.stop()
             clock.close()
+        paced = None
+        if creator is not None:
+            if creator.failed:
+                print(f"bench_scheduler: {len(creator.failed)} paced creates failed, e.g. "
+                      f"{next(iter(creator.failed.items()))}", file=sys.stderr)
+            paced = {"asked": pace or 0.0, "sent": creator.sent_pace()} | latency_ms(
+                creator.created, clock.stamps)
         if clock.renewals:
             print(f"bench_scheduler: the pod watch was renewed {clock.renewals} times",
                   file=sys.stderr)
@@ -577,7 +619,7 @@ def _run(mode: str, nodes: int, pods: int, timeout_s: float, profile: Path | Non
                       _calls_per_pod(metrics, len(stamps)) if metrics else None,
                       cpu, _counters(metrics) if metrics else None,
                       (load_before, os.getloadavg()[0]), background,
-                      _verb_cpu_ms(metrics) if metrics else None, threads or None)
+                      _verb_cpu_ms(metrics) if metrics else None, threads or None, paced)
 
 
 def _paced_config(qps: float) -> Path:
@@ -774,13 +816,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--owner", choices=("none", "replicaset"), default="none",
                         help="replicaset: the pods are a ReplicaSet's, as a Deployment's are "
                              "(PodTopologySpread's system defaults then score them)")
+    parser.add_argument("--pace", type=float, metavar="PODS_PER_S",
+                        help="create the pods at this pace once kube-scheduler runs, instead "
+                             "of all before it starts: latencies at a load below saturation "
+                             "(created -> bound, the bind's, the API server's Binding); pods/s "
+                             "is then the pace, and no ratio is printed")
     args = parser.parse_args(argv)
+    if args.pace is not None and not 0 < args.pace < float("inf"):
+        parser.error(f"--pace: {args.pace!r} pods per second; a positive number is accepted")
     if "base" in args.modes and args.base_tree is None:
         parser.error("--modes base needs --base-tree DIR")
     if args.tls and set(args.modes) & set(FLOOR_MODES):
         parser.error("--tls: the floor modes serve plain HTTP only")
-    print(f"# bench_scheduler: {args.pods} one-GPU pods released at once onto N nodes x "
-          f"{GPUS_PER_NODE} GPUs; pods/s over the burst (first to last bind)"
+    print(f"# bench_scheduler: {args.pods} one-GPU pods "
+          + (f"created at {args.pace:g} per second while kube-scheduler runs"
+             if args.pace else "released at once")
+          + f" onto N nodes x {GPUS_PER_NODE} GPUs; pods/s over the burst (first to last bind)"
           + ("; the pods are a ReplicaSet's" if args.owner == "replicaset" else "")
           + (f"; extender mode: service.eventQPS {args.event_qps:g}"
              if args.event_qps is not None else "")
@@ -800,9 +851,12 @@ def main(argv: list[str] | None = None) -> int:
             result = run(mode, nodes, args.pods, args.timeout, args.profile,
                          base_tree=args.base_tree, apiserver_profile=args.apiserver_profile,
                          scheduler_profile=args.scheduler_profile,
-                         owner=args.owner, event_qps=args.event_qps, tls=tls, split=split)
+                         owner=args.owner, event_qps=args.event_qps, tls=tls, split=split,
+                         pace=args.pace)
             results.setdefault(mode, []).append(result)
             _report(result)
+        if args.pace:  # every mode keeps the pace: the runs compare by their latencies
+            continue
         for line in ratio_lines(nodes, results):
             print(line, flush=True)
     return 0
@@ -830,6 +884,12 @@ def _report(result: Result) -> None:
     line = (f"nodes={result.nodes:5d} mode={result.mode:8s} bound={result.bound}/{result.pods} "
             f"burst={result.burst_s:7.2f}s to_last_bind={result.total_s:7.2f}s "
             f"pods/s={result.pods_per_s:7.1f} load={result.load[0]:.1f}->{result.load[1]:.1f}")
+    if result.paced:
+        paced = dict(result.paced)
+        asked, sent = paced.pop("asked"), paced.pop("sent")
+        line += (f"\n    paced: asked {asked:g} pods/s, sent at {sent:.1f}; created -> bound ms: "
+                 + (", ".join(f"{label} {ms:.1f}" for label, ms in paced.items())
+                    or "(no pod has both stamps)"))
     if result.cpu_ms_per_pod:
         line += "\n    cpu ms/pod: " + ", ".join(
             f"{name} {ms:.2f}" for name, ms in sorted(result.cpu_ms_per_pod.items()))
