@@ -584,7 +584,7 @@ def _run(mode: str, nodes: int, pods: int, timeout_s: float, profile: Path | Non
             if creator.failed:
                 print(f"bench_scheduler: {len(creator.failed)} paced creates failed, e.g. "
                       f"{next(iter(creator.failed.items()))}", file=sys.stderr)
-            paced = {"asked": pace or 0.0, "sent": creator.sent_pace()} | latency_ms(
+            paced = {"asked": pace or 0.0, "created": creator.created_pace()} | latency_ms(
                 creator.created, clock.stamps)
         if clock.renewals:
             print(f"bench_scheduler: the pod watch was renewed {clock.renewals} times",
@@ -886,8 +886,9 @@ def _report(result: Result) -> None:
             f"pods/s={result.pods_per_s:7.1f} load={result.load[0]:.1f}->{result.load[1]:.1f}")
     if result.paced:
         paced = dict(result.paced)
-        asked, sent = paced.pop("asked"), paced.pop("sent")
-        line += (f"\n    paced: asked {asked:g} pods/s, sent at {sent:.1f}; created -> bound ms: "
+        asked, created = paced.pop("asked"), paced.pop("created")
+        line += (f"\n    paced: asked {asked:g} pods/s, created at {created:.1f}; "
+                 "created -> bound ms: "
                  + (", ".join(f"{label} {ms:.1f}" for label, ms in paced.items())
                     or "(no pod has both stamps)"))
     if result.cpu_ms_per_pod:

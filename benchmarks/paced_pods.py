@@ -47,8 +47,6 @@ class PacedCreator:
         self.created: dict[str, float] = {}
         self.failed: dict[str, str] = {}
         self.started = time.monotonic()
-        self.last_sent: float | None = None
-        """When the last create was sent (the achieved pace: ``len(names) - 1`` over it)."""
         self._thread = threading.Thread(target=self._run, name="paced-pods", daemon=True)
         self._thread.start()
 
@@ -59,7 +57,6 @@ class PacedCreator:
                 if self._stopped.wait(max(0.0, wait)):  # told to stop
                     return
                 pool.submit(self._send, name)
-                self.last_sent = time.monotonic()
 
     def _send(self, name: str) -> None:
         try:
@@ -72,11 +69,14 @@ class PacedCreator:
         with self._lock:
             self.created[name] = now
 
-    def sent_pace(self) -> float:
-        """Pods per second the creates were sent at (0 before two were sent)."""
-        if self.last_sent is None or len(self._names) < 2 or self.last_sent <= self.started:
+    def created_pace(self) -> float:
+        """Pods per second created, from the first slot to the last create's answer (0 before
+        two answered): at most the pace asked, and below it when the API server fell behind."""
+        with self._lock:
+            stamps = list(self.created.values())
+        if len(stamps) < 2 or max(stamps) <= self.started:
             return 0.0
-        return (len(self._names) - 1) / (self.last_sent - self.started)
+        return (len(stamps) - 1) / (max(stamps) - self.started)
 
     def join(self, timeout_s: float | None = None) -> None:
         self._thread.join(timeout_s)
