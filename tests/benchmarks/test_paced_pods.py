@@ -52,6 +52,18 @@ def test_stop_ends_the_schedule() -> None:
     assert "second" not in creator.created
 
 
+def test_steady_leaves_out_the_first_slots() -> None:
+    names = [f"pod-{i}" for i in range(20)]
+    creator = PacedCreator(lambda name: None, names, pace=2000.0)
+    creator.join(10)
+    creator.stop()
+    assert list(creator.steady(0.05)) == names[1:]   # ceil(0.05 x 20) = 1 left out
+    assert list(creator.steady(0.5)) == names[10:]
+    assert list(creator.steady(0.0)) == names
+    with pytest.raises(ValueError, match="warmup_share"):
+        creator.steady(1.0)
+
+
 @pytest.mark.parametrize("pace", [0.0, -1.0, float("inf"), float("nan")])
 def test_a_pace_that_is_not_a_positive_number_is_refused(pace: float) -> None:
     with pytest.raises(ValueError, match="pace"):
