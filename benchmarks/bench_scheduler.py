@@ -77,12 +77,12 @@ side by side in one invocation (same load, same control plane binaries).
 
 ``--pace R`` measures latency instead of throughput: the nodes are created first, then the
 pods at R per second once kube-scheduler runs (``benchmarks/paced_pods.py``), so at an R below
-what the slowest mode sustains nothing saturates; each run prints each pod's created -> bound
+what the slowest mode sustains nothing saturates; each run prints the pods' created -> bound
 milliseconds (p50, p90, p99; the first 5 % of the pods, which wait for the first cycles, left
-out), beside the bind's p50 in the extender and the API server's own
-Binding. A burst saturates every process, and its latencies are mostly waits for a core. The
-CPU per pod then includes creating the pods, and the idle cluster's cost per second is paid
-over the longer run; pods/s is the pace, so no ratio is printed. The API server's latency
+out), beside the bind's p50 in the extender and the API server's own Binding. A burst
+saturates every process, and its latencies are mostly waits for a core. With ``--pace`` the CPU
+per pod includes creating the pods, and the idle cluster's cost per second is paid over the
+longer run; pods/s is the pace, so no ratio is printed. The API server's latency
 histograms start at a 5 ms bucket: a p50 under 5 ms is interpolated inside it, so read their
 means.
 
@@ -207,8 +207,9 @@ class Result:
     kube-scheduler starts and after the last bind (a scrape inside the burst would charge it
     the per-GPU series)."""
     paced: dict[str, float] | None = None
-    """``--pace``: the pace asked and the pace the creates were sent at (pods per second), and
-    each pod's created -> bound milliseconds at ``paced_pods.QUANTILES``."""
+    """``--pace``: the pace asked and the pace the pods were created at (pods per second), and
+    their created -> bound milliseconds at ``paced_pods.QUANTILES`` (the first
+    ``PACE_WARMUP`` of the pods left out)."""
 
     @property
     def pods_per_s(self) -> float:
