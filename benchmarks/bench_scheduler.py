@@ -93,7 +93,9 @@ the burst: ``DIR/<mode>-<nodes>.txt`` (collapsed stacks) and a summary printed b
 Prints one line per (nodes, mode) run (with kube-scheduler's own time per pod, from its
 ``/metrics``), then each extender run's ratio to the mean pods/s of
 the invocation's plain runs (and stock's): ``--modes plain extender extender plain`` gives two
-ratios, each against both plain runs.
+ratios, each against both plain runs. Last, issue 22's targets judged on the ``extender`` runs,
+each beside the same figure from a reference without our work (``benchmarks/targets.py``):
+``--modes plain extender floor-events stock extender plain`` judges all four.
 """
 
 from __future__ import annotations
@@ -124,6 +126,7 @@ sys.path.insert(0, str(REPO_ROOT))
 from benchmarks.control_plane_metrics import ControlPlaneMetrics, scheduler_line  # noqa: E402
 from benchmarks.core_split import CoreSplit, CoreSplitError, pin_threads  # noqa: E402
 from benchmarks.paced_pods import PacedCreator, latency_ms  # noqa: E402
+from benchmarks.targets import target_lines  # noqa: E402
 from localcluster import ExtenderSpec, LocalCluster, find_binaries  # noqa: E402
 from localcluster.components import scheduler_command  # noqa: E402
 from localcluster.network import free_port, tls_context, wait_until_ready  # noqa: E402
@@ -210,6 +213,9 @@ class Result:
     """``--pace``: the pace asked and the pace the pods were created at (pods per second), and
     their created -> bound milliseconds at ``paced_pods.QUANTILES`` (the first
     ``PACE_WARMUP`` of the pods left out)."""
+    apiserver_binding_ms: float | None = None
+    """The API server's own time per ``POST pods/binding`` over the run, mean (its
+    histogram's p50 under 5 ms would be an interpolation)."""
 
     @property
     def pods_per_s(self) -> float:
@@ -624,7 +630,8 @@ def _run(mode: str, nodes: int, pods: int, timeout_s: float, profile: Path | Non
                       _calls_per_pod(metrics, len(stamps)) if metrics else None,
                       cpu, _counters(metrics) if metrics else None,
                       (load_before, os.getloadavg()[0]), background,
-                      _verb_cpu_ms(metrics) if metrics else None, threads or None, paced)
+                      _verb_cpu_ms(metrics) if metrics else None, threads or None, paced,
+                      delta.histograms["apiserver binding"].mean_ms() if delta else None)
 
 
 def _paced_config(qps: float) -> Path:
@@ -860,9 +867,9 @@ def main(argv: list[str] | None = None) -> int:
                          pace=args.pace)
             results.setdefault(mode, []).append(result)
             _report(result)
-        if args.pace:  # every mode keeps the pace: the runs compare by their latencies
-            continue
-        for line in ratio_lines(nodes, results):
+        lines = [] if args.pace else ratio_lines(nodes, results)
+        # with --pace every mode keeps the pace: the runs compare by their latencies
+        for line in lines + target_lines(nodes, results, paced=bool(args.pace)):
             print(line, flush=True)
     return 0
 
