@@ -24,7 +24,8 @@ the Binding's mean (the reference is a mean because the API server's histograms 
 5 ms bucket, where a p50 under 5 ms is an interpolation). Read a "misses it too" as "not
 within this machine's reach by a margin an extender could close", and compare the figures.
 Without the reference's run the line says which mode to run beside it. With ``--pace`` the
-runs keep the pace, so the throughput targets are not judged.
+runs keep the pace, so the throughput targets are not judged. Every figure is judged as it is
+printed (two decimals).
 """
 
 from __future__ import annotations
@@ -101,11 +102,19 @@ class Verdict:
         if self.reference_met == 0:
             return (f"{text}; the machine's floor misses it too: {self.reference} "
                     f"({theirs})")
-        return f"{text}; ours to close: {self.reference} meets it ({theirs})"
+        some = "" if self.reference_met == len(self.reference_figures) else \
+            f" in {self.reference_met} of {len(self.reference_figures)} runs"
+        return f"{text}; ours to close: {self.reference} meets it{some} ({theirs})"
 
 
 def _number(value: float) -> str:
     return f"{value:.2f}"
+
+
+def _printed(values: Sequence[float]) -> tuple[float, ...]:
+    """``values`` as printed: a figure is judged as it reads (0.7996 reads 0.80 and meets
+    >= 0.8), so no line says "0.80: missed"."""
+    return tuple(round(value, 2) for value in values)
 
 
 def verdicts(results: Mapping[str, Sequence[Run]], *, paced: bool = False) -> list[Verdict]:
@@ -139,9 +148,9 @@ def _ratio(against: str, target: float, ours: list[Run], results: Mapping[str, S
     mean = sum(theirs) / len(theirs) if theirs else 0.0
     if mean <= 0:
         return []
-    figures = tuple(run.pods_per_s / mean for run in ours)
+    figures = _printed([run.pods_per_s / mean for run in ours])
     about, runs = reference
-    reference_figures = tuple(run.pods_per_s / mean for run in runs)
+    reference_figures = _printed([run.pods_per_s / mean for run in runs])
     return [Verdict(f"extender/{against} >= {target:g}", figures,
                     sum(f >= target for f in figures), about.words, reference_figures,
                     sum(f >= target for f in reference_figures), about.missing)]
@@ -151,13 +160,13 @@ def _at_most(name: str, target: float, ours: list[Run],
              figure: Callable[[Run], float | None], *,
              reference: tuple[Reference, list[float]]) -> list[Verdict]:
     """``figure`` of each of ``ours`` (those that measured it) at most ``target``."""
-    figures = tuple(f for run in ours if (f := figure(run)) is not None)
+    figures = _printed([f for run in ours if (f := figure(run)) is not None])
     if not figures:
         return []
-    about, theirs = reference
+    about, measured = reference
+    theirs = _printed(measured)
     return [Verdict(name, figures, sum(f <= target for f in figures), about.words,
-                    tuple(theirs), sum(f <= target for f in theirs), about.missing,
-                    unit=" ms")]
+                    theirs, sum(f <= target for f in theirs), about.missing, unit=" ms")]
 
 
 def target_lines(nodes: int, results: Mapping[str, Sequence[Run]], *,
