@@ -432,22 +432,21 @@ def burst_pod(serial: int) -> JSON:
             "status": {"phase": "Pending", "qosClass": "Burstable"}}
 
 
-def burst(n_nodes: int, pods: int, warmup: int, warm: bool = True) -> JSON:
-    """Filter (exact cut on), prioritize and bind per pod of a burst; median CPU per call."""
+def burst_service(cluster: JSON) -> Any:
+    """A started offline ``ExtenderService`` on ``cluster`` (``burst_cluster``) whose exact
+    cut runs: its cluster facts listed as the watches would (nothing that stops the cut)."""
     from extender.inventory.store import Inventory
     from extender.platform import load_platform
     from extender.server.service import ExtenderService
-    from extender.server.wire import decode_binding_args, decode_extender_args
     from extender.sync.apply import InventoryApplier
     from extender.sync.offline import OfflineCluster, parse_cluster_document
     from extender.sync.score_facts import ScoreFacts
 
-    cluster = burst_cluster(n_nodes)
     platform = load_platform()
     inventory = Inventory(platform.catalog)
     applier = InventoryApplier(platform, inventory)
     offline = OfflineCluster(applier, inventory)
-    facts = ScoreFacts()  # what the watches would have listed: nothing that stops the cut
+    facts = ScoreFacts()
     facts.replace_nodes(cluster["items"])
     facts.replace_pods([])
     facts.replace_services([])
@@ -456,6 +455,15 @@ def burst(n_nodes: int, pods: int, warmup: int, warm: bool = True) -> JSON:
     service.offline = offline
     service._offline_objects = parse_cluster_document(cluster)
     service.start()
+    return service
+
+
+def burst(n_nodes: int, pods: int, warmup: int, warm: bool = True) -> JSON:
+    """Filter (exact cut on), prioritize and bind per pod of a burst; median CPU per call."""
+    from extender.server.wire import decode_binding_args, decode_extender_args
+
+    cluster = burst_cluster(n_nodes)
+    service = burst_service(cluster)
     verbs, clock = service.verbs, time.thread_time_ns
     free = {item["metadata"]["name"]: 8 for item in cluster["items"]}
     order = random.Random(7)

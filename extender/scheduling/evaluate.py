@@ -3,7 +3,7 @@ prioritize and explain.
 
 Costs that matter at thousands of nodes, and what is done about them:
 
-- names -> snapshot rows: one ``map(dict.get)`` into ``np.fromiter`` (no Python loop body),
+- names -> snapshot rows: one ``itemgetter`` into ``np.fromiter`` (no Python loop body),
   and not even that when the names equal one of the last two lists mapped on the same node
   set (``RowsMemo``): prioritize gets filter's answer, and the next pod's filter the same
   node list as this one's (~1 ms per call at 5,000 nodes; a list comparison is ~0.05 ms);
@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -68,12 +69,24 @@ class RowsMemo:
                     and known == names:
                 self.hits += 1
                 return rows
-        rows = np.fromiter(map(snapshot.node_index.get, names, repeat(-1)),
-                           dtype=np.int64, count=len(names))
+        rows = _rows_of(snapshot.node_index, names)
         rows.flags.writeable = False
         if isinstance(names, list):  # a copy: the caller's list may change later
             self._entries = ((snapshot.node_names, list(names), rows), *self._entries[:1])
         return rows
+
+
+def _rows_of(index: Mapping[str, int], names: Sequence[str]) -> npt.NDArray[np.int64]:
+    """(len(names),) each name's row, -1 where unknown. ``itemgetter`` looks every name up in
+    one C call (a third fewer instructions than ``map(dict.get)`` into ``np.fromiter``); a
+    name the index lacks (a template node, a node being deleted) falls back to the slower way,
+    which gives it -1."""
+    if len(names) > 1:
+        try:
+            return np.fromiter(itemgetter(*names)(index), dtype=np.int64, count=len(names))
+        except KeyError:
+            pass
+    return np.fromiter(map(index.get, names, repeat(-1)), dtype=np.int64, count=len(names))
 
 
 class Evaluator:

@@ -33,3 +33,16 @@ def test_equal_names_on_the_same_node_set_are_mapped_once(platform: Platform) ->
     after = inventory.snapshot()
     assert after.node_names is not snapshot.node_names
     assert memo.rows(after, ["n1", "n2"]).tolist() == [0, -1]
+
+
+def test_every_length_of_list_maps_as_the_index_says(platform: Platform) -> None:
+    # itemgetter answers a bare value for one name and needs at least one: both lengths,
+    # and a list with an unknown name, take the other path; the rows are the same
+    inventory = Inventory(platform.catalog)
+    applier = InventoryApplier(platform, inventory)
+    for name in ("n1", "n2"):
+        applier.node_event("ADDED", l4_node(name, gpus=2))
+    snapshot = inventory.snapshot()
+    for names, rows in (([], []), (["n2"], [1]), (["gone"], [-1]), (["n2", "n1"], [1, 0]),
+                        (["n2", "gone", "n1"], [1, -1, 0])):
+        assert RowsMemo().rows(snapshot, names).tolist() == rows, names

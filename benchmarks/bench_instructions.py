@@ -1,0 +1,198 @@
+"""Instructions per pod of a burst's decisions, counted by callgrind: a figure this VM's noise
+cannot move (issue 22).
+
+    .venv/bin/python benchmarks/bench_instructions.py                         # this checkout
+    .venv/bin/python benchmarks/bench_instructions.py --tree /work/wt-base --tree .   # A/B
+
+Why: on the shared 2-vCPU VMs the same code measured 1,120 and 2,059 us of CPU per filter
+minutes apart (twenty-fifth session), so a change worth 5 % could not be told from noise by
+timing it. ``valgrind --tool=callgrind`` counts the instructions the process executes, which
+is the same for the same code, inputs and environment whatever else the machine does (the
+host has no hardware counters for ``perf stat``).
+
+What is counted: ``bench_verbs.py --in-process --burst``'s pod cycle, in process, on
+``--nodes`` empty nodes x 8 T4: the wire decode of each body, ``filter`` with the exact cut
+(its facts known), the work once the answer is out (the deferred hold, the warm, the scoring
+ahead), ``prioritize`` when more than one node is kept, and ``bind`` (offline: the Binding is
+applied to the inventory as the watch would apply its echo, and the explanation composed).
+Each pod is a new replica of one Deployment, listed the nodes with a GPU left in a new order
+(kube-scheduler lists them in the order its parallel filters finish).
+
+How: for each tree, two runs under callgrind with the same setup and ``--warmup`` pods, one
+with ``--pods`` more: their difference over ``--pods`` is the instructions per pod of a burst
+already under way (startup, the platform, the first list and the warmup cancel out). The
+driver's own work per pod (the node list, its order, the JSON bodies, reading the answers) is
+counted in both and is the same for every tree; ``--driver-only`` counts it alone (the same
+bodies, no verb called), to subtract. The runs go two at a time (one per core). The chosen
+nodes' digest shows that the trees decided the same.
+
+Instructions are not seconds (a cache miss costs more than an add, and callgrind runs the
+process ~50 x slower): use it to compare trees, and time them to report milliseconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import hashlib
+import os
+import platform as host
+import re
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+ORDERS = 64
+"""Distinct node orders, drawn once and cycled (drawing one per pod would count ~0.5 ms of
+``random.shuffle`` per pod into every figure)."""
+_COLLECTED = re.compile(r"Collected\s*:\s*([0-9]+)")
+
+
+# -- the child: one burst in process ------------------------------------------------------
+
+def run_burst(n_nodes: int, warmup: int, pods: int, *, driver_only: bool) -> str:
+    """The burst's pod cycles; the digest of the chosen nodes (``driver_only``: the driver's own
+    stand-in choices, no verb called)."""
+    import random
+
+    import orjson
+
+    from extender.server.wire import decode_binding_args, decode_extender_args
+
+    # after the extender's import: bench_verbs puts this checkout first on the path
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_verbs import burst_cluster, burst_pod, burst_service
+
+    cluster = burst_cluster(n_nodes)
+    service = burst_service(cluster)
+    verbs = service.verbs
+    names = [item["metadata"]["name"] for item in cluster["items"]]
+    draw = random.Random(7)
+    orders = [draw.sample(names, len(names)) for _ in range(ORDERS)]
+    free = dict.fromkeys(names, 8)
+    digest = hashlib.sha256()
+    for i in range(warmup + pods):
+        pod = burst_pod(i)
+        listed = [name for name in orders[i % ORDERS] if free[name]]  # NodeResourcesFit's pass
+        body = orjson.dumps({"Pod": pod, "Nodes": None, "NodeNames": listed})
+        if driver_only:  # the same bodies and answers' parsing, no verb
+            best = listed[i % len(listed)]
+            orjson.loads(orjson.dumps({"NodeNames": [best], "FailedNodes": {}, "Error": ""}))
+        else:
+            feasible = orjson.loads(verbs.filter(decode_extender_args(body)).body)["NodeNames"]
+            verbs.warm_next()  # what the worker runs once the answer is sent
+            if len(feasible) == 1:  # kube-scheduler takes it: no prioritize
+                best = feasible[0]
+            else:
+                body = orjson.dumps({"Pod": pod, "Nodes": None, "NodeNames": feasible})
+                answer = verbs.prioritize(decode_extender_args(body))
+                best = max(orjson.loads(answer.body), key=lambda host: host["Score"])["Host"]
+        body = orjson.dumps({"PodName": pod["metadata"]["name"], "PodNamespace": "bench",
+                             "PodUID": pod["metadata"]["uid"], "Node": best})
+        if not driver_only:
+            bound = verbs.bind(decode_binding_args(body))
+            if orjson.loads(bound.body)["Error"]:
+                raise SystemExit(f"bind failed: {bound.body!r}")
+        free[best] -= 1
+        digest.update(best.encode())
+    service.stop()
+    return digest.hexdigest()[:12]
+
+
+# -- the parent: callgrind runs -----------------------------------------------------------
+
+@dataclass(frozen=True)
+class Count:
+    tree: Path
+    driver_only: bool
+    pods: int
+    instructions: int
+    digest: str
+
+
+def count(tree: Path, n_nodes: int, warmup: int, pods: int, driver_only: bool) -> Count:
+    """One burst under callgrind; its instructions and the chosen nodes' digest."""
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "callgrind.log"
+        command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                   f"--log-file={log}", sys.executable, str(Path(__file__).resolve()),
+                   "--child", "--nodes", str(n_nodes), "--warmup", str(warmup),
+                   "--pods", str(pods)] + (["--driver-only"] if driver_only else [])
+        done = subprocess.run(command, cwd=tree, capture_output=True, text=True, check=False,
+                              env={**os.environ, "PYTHONPATH": str(tree),
+                                   "PYTHONHASHSEED": "0"})
+        text = log.read_text() if log.exists() else ""
+        instructions = collected(text)
+        if done.returncode != 0 or instructions is None:
+            raise SystemExit(f"callgrind run failed in {tree} (exit {done.returncode}):\n"
+                             f"{done.stderr[-2000:]}{text[-2000:]}")
+    return Count(tree, driver_only, pods, instructions, done.stdout.strip())
+
+
+def collected(log: str) -> int | None:
+    """The instructions a callgrind log reports (``Collected : N``), ``None`` if none."""
+    found = _COLLECTED.search(log)
+    return int(found.group(1)) if found is not None else None
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--nodes", type=int, default=1000)
+    parser.add_argument("--pods", type=int, default=200, help="pods counted (default 200)")
+    parser.add_argument("--warmup", type=int, default=50)
+    parser.add_argument("--tree", action="append", type=Path,
+                        help="a checkout to count (repeat to compare; default: this one)")
+    parser.add_argument("--driver-only", action="store_true",
+                        help="also count the driver alone (no verb called)")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        if args.pods < 0 or args.warmup < 0 or args.nodes < 1:
+            raise SystemExit("--nodes must be >= 1, --pods and --warmup >= 0")
+        print(run_burst(args.nodes, args.warmup, args.pods, driver_only=args.driver_only))
+        return 0
+    if args.pods < 1 or args.warmup < 0 or args.nodes < 1:
+        parser.error("--nodes and --pods must be >= 1, --warmup >= 0")
+    trees = [tree.resolve() for tree in (args.tree or [REPO])]
+    for tree in trees:
+        if not (tree / "extender").is_dir():
+            parser.error(f"--tree {tree}: no extender/ package there")
+    jobs = [(tree, False) for tree in trees] + ([(trees[0], True)] if args.driver_only else [])
+    print(f"# {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, {host.node()}, "
+          f"{host.machine()}, Python {host.python_version()}; callgrind instructions per pod, "
+          f"{args.nodes} nodes x 8 T4, {args.warmup} warmup + {args.pods} counted pods")
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = [(tree, driver, pool.submit(count, tree, args.nodes, args.warmup, pods,
+                                              driver))
+                   for tree, driver in jobs for pods in (0, args.pods)]
+        counts = [(tree, driver, future.result()) for tree, driver, future in futures]
+    per_pod: dict[tuple[Path, bool], float] = {}
+    digests: dict[tuple[Path, bool], str] = {}
+    for tree, driver, result in counts:
+        key = (tree, driver)
+        sign = 1 if result.pods else -1
+        per_pod[key] = per_pod.get(key, 0.0) + sign * result.instructions / args.pods
+        if result.pods:
+            digests[key] = result.digest
+    driver_cost = per_pod.get((trees[0], True))
+    first = per_pod[(trees[0], False)]
+    for tree in trees:
+        value = per_pod[(tree, False)]
+        line = (f"{tree}: {value / 1e6:.2f} M instructions per pod "
+                f"(x{value / first:.3f} of the first)")
+        if driver_cost is not None:
+            line += f"; {(value - driver_cost) / 1e6:.2f} M net of the driver"
+        print(line + f"; chosen nodes {digests[(tree, False)]}")
+    if driver_cost is not None:
+        print(f"the driver alone: {driver_cost / 1e6:.2f} M instructions per pod")
+    if len({digests[(tree, False)] for tree in trees}) > 1:
+        print("the trees chose different nodes: the figures compare different bursts")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
