@@ -11,12 +11,15 @@ is the same for the same code, inputs and environment whatever else the machine 
 host has no hardware counters for ``perf stat``).
 
 What is counted: ``bench_verbs.py --in-process --burst``'s pod cycle, in process, on
-``--nodes`` empty nodes x 8 T4: the wire decode of each body, ``filter`` with the exact cut
+``--nodes`` empty nodes x 8 T4: the pod watch's ADDED of the pending pod (a copy, as the watch
+parses its own), the wire decode of each body, ``filter`` with the exact cut
 (its facts known), the work once the answer is out (the deferred hold, the warm, the scoring
 ahead), ``prioritize`` when more than one node is kept, and ``bind`` (offline: the Binding is
-applied to the inventory as the watch would apply its echo, and the explanation composed).
-Each pod is a new replica of one Deployment, listed the nodes with a GPU left in a new order
-(kube-scheduler lists them in the order its parallel filters finish).
+applied to the inventory as the watch applies its echo, and the explanation composed).
+Each pod is a new replica of one Deployment as the API server sends it (``api_pod``: with the
+controller's ``managedFields``, its owner, its token volume; ~2.6 KB of JSON, where
+``bench_verbs``'s pod has only what the decode reads), listed the nodes with a GPU left in a
+new order (kube-scheduler lists them in the order its parallel filters finish).
 
 How: for each tree, two runs under callgrind with the same setup and ``--warmup`` pods, one
 with ``--pods`` more: their difference over ``--pods`` is the instructions per pod of a burst
@@ -44,15 +47,84 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 ORDERS = 64
 """Distinct node orders, drawn once and cycled (drawing one per pod would count ~0.5 ms of
 ``random.shuffle`` per pod into every figure)."""
+OWNER_UID = "0c1e9b7a-5d3f-4e2a-9b8c-7d6e5f4a3b2c"
+"""The burst's ReplicaSet."""
 _COLLECTED = re.compile(r"Collected\s*:\s*([0-9]+)")
 
 
 # -- the child: one burst in process ------------------------------------------------------
+
+def api_pod(serial: int) -> dict[str, Any]:
+    """One replica of the burst's Deployment as the API server sends it to kube-scheduler and
+    kube-scheduler to the extender: one whole GPU, and the fields every such pod carries (the
+    controller's ``managedFields``, the owner, the service-account token volume with its
+    random name, the default tolerations), which the shape check and the decode walk."""
+    name, token = f"burst-7d9c6b5f4-{serial:05d}", f"kube-api-access-{serial:05x}"
+    gpu = {"nvidia.com/gpu": "1"}
+    leaf: dict[str, Any] = {}
+    return {
+        "metadata": {
+            "name": name, "generateName": "burst-7d9c6b5f4-", "namespace": "bench",
+            "uid": f"5f0c{serial:08x}-0000-4000-8000-000000000000",
+            "resourceVersion": str(100000 + serial),
+            "creationTimestamp": "2026-12-07T05:00:00Z",
+            "labels": {"app": "burst", "pod-template-hash": "7d9c6b5f4"},
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                 "name": "burst-7d9c6b5f4", "uid": OWNER_UID,
+                                 "controller": True, "blockOwnerDeletion": True}],
+            "managedFields": [{
+                "manager": "kube-controller-manager", "operation": "Update",
+                "apiVersion": "v1", "time": "2026-12-07T05:00:00Z", "fieldsType": "FieldsV1",
+                "fieldsV1": {
+                    "f:metadata": {
+                        "f:generateName": leaf,
+                        "f:labels": {".": leaf, "f:app": leaf, "f:pod-template-hash": leaf},
+                        "f:ownerReferences": {".": leaf, f'k:{{"uid":"{OWNER_UID}"}}': leaf}},
+                    "f:spec": {
+                        "f:containers": {'k:{"name":"main"}': {
+                            ".": leaf, "f:image": leaf, "f:imagePullPolicy": leaf,
+                            "f:name": leaf, "f:terminationMessagePath": leaf,
+                            "f:terminationMessagePolicy": leaf,
+                            "f:resources": {
+                                ".": leaf, "f:limits": {".": leaf, "f:nvidia.com/gpu": leaf},
+                                "f:requests": {".": leaf, "f:cpu": leaf, "f:memory": leaf,
+                                               "f:nvidia.com/gpu": leaf}}}},
+                        "f:dnsPolicy": leaf, "f:enableServiceLinks": leaf,
+                        "f:restartPolicy": leaf, "f:schedulerName": leaf,
+                        "f:securityContext": leaf, "f:terminationGracePeriodSeconds": leaf}},
+            }]},
+        "spec": {
+            "volumes": [{"name": token, "projected": {"defaultMode": 420, "sources": [
+                {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                {"configMap": {"name": "kube-root-ca.crt",
+                               "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+                {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {
+                    "apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}]}}],
+            "containers": [{
+                "name": "main", "image": "registry.example/app:1",
+                "resources": {"limits": gpu, "requests": {"cpu": "100m", "memory": "128Mi",
+                                                          **gpu}},
+                "volumeMounts": [{"name": token, "readOnly": True, "mountPath":
+                                  "/var/run/secrets/kubernetes.io/serviceaccount"}],
+                "terminationMessagePath": "/dev/termination-log",
+                "terminationMessagePolicy": "File", "imagePullPolicy": "IfNotPresent"}],
+            "restartPolicy": "Always", "terminationGracePeriodSeconds": 30,
+            "dnsPolicy": "ClusterFirst", "serviceAccountName": "default",
+            "serviceAccount": "default", "securityContext": {},
+            "schedulerName": "default-scheduler",
+            "tolerations": [{"key": f"node.kubernetes.io/{taint}", "operator": "Exists",
+                             "effect": "NoExecute", "tolerationSeconds": 300}
+                            for taint in ("not-ready", "unreachable")],
+            "priority": 0, "enableServiceLinks": True,
+            "preemptionPolicy": "PreemptLowerPriority"},
+        "status": {"phase": "Pending", "qosClass": "Burstable"}}
+
 
 def run_burst(n_nodes: int, warmup: int, pods: int, *, driver_only: bool) -> str:
     """The burst's pod cycles; the digest of the chosen nodes (``driver_only``: the driver's own
@@ -65,7 +137,7 @@ def run_burst(n_nodes: int, warmup: int, pods: int, *, driver_only: bool) -> str
 
     # after the extender's import: bench_verbs puts this checkout first on the path
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from bench_verbs import burst_cluster, burst_pod, burst_service
+    from bench_verbs import burst_cluster, burst_service
 
     cluster = burst_cluster(n_nodes)
     service = burst_service(cluster)
@@ -76,9 +148,11 @@ def run_burst(n_nodes: int, warmup: int, pods: int, *, driver_only: bool) -> str
     free = dict.fromkeys(names, 8)
     digest = hashlib.sha256()
     for i in range(warmup + pods):
-        pod = burst_pod(i)
+        pod = api_pod(i)
         listed = [name for name in orders[i % ORDERS] if free[name]]  # NodeResourcesFit's pass
         body = orjson.dumps({"Pod": pod, "Nodes": None, "NodeNames": listed})
+        if not driver_only:  # the pod watch's ADDED of the pending pod, before its filter
+            service.applier.pod_event("ADDED", orjson.loads(orjson.dumps(pod)))
         if driver_only:  # the same bodies and answers' parsing, no verb
             best = listed[i % len(listed)]
             orjson.loads(orjson.dumps({"NodeNames": [best], "FailedNodes": {}, "Error": ""}))

@@ -136,19 +136,30 @@ def check_node(node: object, path: str = "") -> None:
     _NODE(node, path)
 
 
+_CONTAINERS = (dict, list)
+"""A tuple: an inline ``dict | list`` builds the union on every call, and ``isinstance``
+checks it ~7 x slower (161 against 23 ns here)."""
+
+
 def check_depth(document: object, path: str, limit: int = MAX_DEPTH) -> None:
     """Iterative (no recursion limit to hit): raise when anything nests deeper than ``limit``.
 
-    Cost is one visit per container value, bounded by the request body limit.
+    Cost is one visit per container value, bounded by the request body limit: level by
+    level, each level's containers gathered by one loop (a third of the instructions of a
+    stack of (value, depth) pairs; every pod and node of every watch event and verb call is
+    checked, and an API server's pod carries ``managedFields``, dozens of small objects).
     """
-    stack: list[tuple[Any, int]] = [(document, 0)]
-    while stack:
-        value, depth = stack.pop()
+    level: list[Any] = [document] if isinstance(document, _CONTAINERS) else []
+    depth = 0
+    while level:
         if depth > limit:
             raise ShapeError(path, f"<nested more than {limit} levels>",
                              f"an object nested at most {limit} levels deep")
-        if isinstance(value, dict):
-            stack.extend((item, depth + 1) for item in value.values()
-                         if isinstance(item, dict | list))
-        elif isinstance(value, list):
-            stack.extend((item, depth + 1) for item in value if isinstance(item, dict | list))
+        below: list[Any] = []
+        keep = below.append
+        for value in level:
+            for item in value.values() if isinstance(value, dict) else value:
+                if isinstance(item, _CONTAINERS):
+                    keep(item)
+        level = below
+        depth += 1

@@ -170,6 +170,7 @@ class ExtenderService:
                     "fit_cache_hits": float(self.verbs.fit_cache_hits),
                     "rows_memo_hits": float(self.scheduler.evaluator.rows.hits),
                     "decode_memo_hits": float(self.scheduler.cycles.decoded.hits),
+                    "watch_decode_memo_hits": float(self.applier.decoded.hits),
                     "rows_warmed": float(self.scheduler.warm.runs),
                     "scores_ahead": float(self.scheduler.scorer.speculated),
                     "scores_taken_ahead": float(self.scheduler.scorer.taken_ahead),

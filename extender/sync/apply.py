@@ -39,6 +39,7 @@ from extender.core.assign import NoFitError, assign
 from extender.core.request import PlacementRequest
 from extender.inventory.store import ApplyReport, Holding, HoldingState, Inventory
 from extender.kube import objects
+from extender.kube.pod_content import PodInfoMemo
 from extender.kube.shape import check_node
 from extender.model import Assignment, GpuRequest, NodeInfo, PodInfo
 from extender.platform import Platform
@@ -86,6 +87,9 @@ class InventoryApplier:
         self.seen = SeenPods()
         """The bound pods' last decode: a status report reuses it
         (``sync/status_reports.py``)."""
+        self.decoded = PodInfoMemo(platform.pods)
+        """The decode of every other pod, by content: a burst's pending replicas decode
+        once (``kube/pod_content.py``)."""
         self.pod_facts = PodFacts()
         """Priority, age and shields of every bound pod (for the preemption verb)."""
         self.dra = None if dra is None else DraApplier(
@@ -192,7 +196,7 @@ class InventoryApplier:
             elif seen is not None and seen.info is not None:
                 info = seen.info
             else:
-                info = self._platform.pods.decode(pod)
+                info = self.decoded.decode(pod)
             if not info.key.uid:
                 return
             if info.terminal:
@@ -231,7 +235,7 @@ class InventoryApplier:
             self.seen.clear()
             for pod in pods:
                 try:
-                    info = self._platform.pods.decode(pod)
+                    info = self.decoded.decode(pod)
                 except Exception as exc:  # one bad object must not stop a list
                     self._bad("pod", objects.name(pod), exc)
                     continue

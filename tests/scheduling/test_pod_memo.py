@@ -8,8 +8,9 @@ import copy
 from typing import Any
 
 from extender.kube.objects import pod_key, resource_version
+from extender.kube.pod_content import content_key
 from extender.platform import Platform
-from extender.scheduling.pod_memo import DecodeMemo, content_key
+from extender.scheduling.pod_memo import DecodeMemo
 from extender.scheduling.pods import DecodedPod, decode_pod
 from extender.server.service import ExtenderService
 from extender.sync.offline import ClusterObjects
