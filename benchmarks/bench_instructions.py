@@ -151,12 +151,12 @@ def run_burst(n_nodes: int, warmup: int, pods: int, *, driver_only: bool) -> str
         pod = api_pod(i)
         listed = [name for name in orders[i % ORDERS] if free[name]]  # NodeResourcesFit's pass
         body = orjson.dumps({"Pod": pod, "Nodes": None, "NodeNames": listed})
-        if not driver_only:  # the pod watch's ADDED of the pending pod, before its filter
-            service.applier.pod_event("ADDED", orjson.loads(orjson.dumps(pod)))
         if driver_only:  # the same bodies and answers' parsing, no verb
             best = listed[i % len(listed)]
             orjson.loads(orjson.dumps({"NodeNames": [best], "FailedNodes": {}, "Error": ""}))
         else:
+            # the pod watch's ADDED of the pending pod (its own parse), before the filter
+            service.applier.pod_event("ADDED", orjson.loads(orjson.dumps(pod)))
             feasible = orjson.loads(verbs.filter(decode_extender_args(body)).body)["NodeNames"]
             verbs.warm_next()  # what the worker runs once the answer is sent
             if len(feasible) == 1:  # kube-scheduler takes it: no prioritize

@@ -145,8 +145,8 @@ def check_depth(document: object, path: str, limit: int = MAX_DEPTH) -> None:
     """Iterative (no recursion limit to hit): raise when anything nests deeper than ``limit``.
 
     Cost is one visit per container value, bounded by the request body limit: level by
-    level, each level's containers gathered by one loop (a third of the instructions of a
-    stack of (value, depth) pairs; every pod and node of every watch event and verb call is
+    level, each level's containers gathered by one loop (a third of the time of a stack of
+    (value, depth) pairs; every pod and node of every watch event and verb call is
     checked, and an API server's pod carries ``managedFields``, dozens of small objects).
     """
     level: list[Any] = [document] if isinstance(document, _CONTAINERS) else []

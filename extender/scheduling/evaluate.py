@@ -78,7 +78,7 @@ class RowsMemo:
 
 def _rows_of(index: Mapping[str, int], names: Sequence[str]) -> npt.NDArray[np.int64]:
     """(len(names),) each name's row, -1 where unknown. ``itemgetter`` looks every name up in
-    one C call (a third fewer instructions than ``map(dict.get)`` into ``np.fromiter``); a
+    one C call (a third less time than ``map(dict.get)`` into ``np.fromiter``); a
     name the index lacks (a template node, a node being deleted) falls back to the slower way,
     which gives it -1."""
     if len(names) > 1:
