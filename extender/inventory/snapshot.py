@@ -49,6 +49,8 @@ CONTENT_ROWS = 16
 computed together, which is cheaper per row than looking each up."""
 CONTENTS_KEPT = 2048
 """Distinct row contents remembered per key (least recently used go)."""
+_NO_ROWS: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+_NO_ROWS.flags.writeable = False
 
 
 class RowCache:
@@ -109,6 +111,11 @@ class RowCache:
         n = snapshot.n_nodes
         version = snapshot.node_version
         entry = self._entries.get(key)
+        if entry is not None and entry.synced is version:
+            # brought up to date with this very snapshot already (its arrays never change):
+            # no row to compare (a burst's pod reads each cache a few times per snapshot)
+            self._entries.move_to_end(key)
+            return entry, _NO_ROWS
         added = np.zeros(0, dtype=np.int64)
         if entry is not None and entry.width == snapshot.n_gpus and \
                 entry.version.shape[0] < n:
@@ -131,6 +138,7 @@ class RowCache:
                     array[stale] = values
                 entry.version[stale] = version[stale]
             computed = np.concatenate([stale, added]) if len(added) else stale
+        entry.synced = version
         self._entries[key] = entry
         self._entries.move_to_end(key)
         while len(self._entries) > self._max_keys:
@@ -173,6 +181,10 @@ class _Entry:
     arrays: Derived
     by_content: OrderedDict[bytes, Derived] = field(default_factory=OrderedDict)
     """One row's values (each array's row, as a 1-row array) per row content computed."""
+    synced: npt.NDArray[np.int64] | None = None
+    """The ``node_version`` of the snapshot the arrays were last brought up to date with: a
+    snapshot's arrays are read-only views the inventory copies before writing
+    (``Columns.writable``), so the same object means the same versions."""
 
 
 @dataclass(frozen=True, eq=False)

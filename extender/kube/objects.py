@@ -19,9 +19,11 @@ _EMPTY: Mapping[str, Any] = {}
 
 
 def section(obj: object, key: str) -> Mapping[str, Any]:
-    """``obj[key]`` when both are objects, else an empty mapping."""
-    value = obj.get(key) if isinstance(obj, Mapping) else None
-    return value if isinstance(value, Mapping) else _EMPTY
+    """``obj[key]`` when both are objects, else an empty mapping. A ``dict`` (what JSON
+    decodes to) is recognised by its type first: the ``Mapping`` check goes through the ABC
+    machinery (~8 x slower), and every accessor of every decoded pod passes here."""
+    value = obj.get(key) if type(obj) is dict or isinstance(obj, Mapping) else None
+    return value if type(value) is dict or isinstance(value, Mapping) else _EMPTY
 
 
 def _text(part: Mapping[str, Any], key: str) -> str:

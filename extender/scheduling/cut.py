@@ -30,7 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from extender.config.score_cut import ScoreCutConfig
-from extender.core.reasons import Reason
+from extender.core.reasons import FITS_CODE
 from extender.core.score_cut import decide, priorities
 from extender.core.scoring.base import ScoreResult
 from extender.kube import objects
@@ -136,7 +136,7 @@ class ScoreCut:
         placement = cycle.pod.placement
         assert evaluation is not None and placement is not None
         result, scores = self._scorer.scores_of(evaluation, placement, pod=str(cycle.pod.key))
-        positions = np.flatnonzero(evaluation.code == Reason.FITS)  # ``feasible``, in order
+        positions = np.flatnonzero(evaluation.code == FITS_CODE)  # ``feasible``, in order
         assert len(positions) == len(feasible)
         memo = CutMemo(evaluation, result, scores, feasible, scores[positions])
         cycle.cut = memo

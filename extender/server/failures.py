@@ -13,9 +13,9 @@ import numpy.typing as npt
 
 from extender.catalog import Catalog
 from extender.core.reasons import (
+    FITS_CODE,
     POD_DEPENDENT,
     VERDICT_BY_CODE,
-    Reason,
     format_reason,
     format_reason_for,
 )
@@ -76,8 +76,8 @@ def group_failures(evaluation: Evaluation, messages: ReasonMessages,
     ``np.unique`` over a packed 1-D key."""
     names = evaluation.names
     code = evaluation.code
-    feasible = pick(names, np.flatnonzero(code == Reason.FITS))
-    failed_positions = np.flatnonzero(code != Reason.FITS)
+    feasible = pick(names, np.flatnonzero(code == FITS_CODE))
+    failed_positions = np.flatnonzero(code != FITS_CODE)
     if len(failed_positions) == 0:
         return feasible, [], []
     codes = code[failed_positions].astype(np.int64)

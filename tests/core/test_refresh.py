@@ -67,6 +67,31 @@ def test_row_cache_refresh_updates_a_kept_key_and_never_fills_a_new_one() -> Non
     assert added is not None and added.tolist() == [6] and computed == [6, 1, 1]
 
 
+def test_row_cache_read_again_on_the_same_snapshot_compares_and_computes_nothing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    inv = inventory(*(node(f"n{i}", "l4", 4) for i in range(4)))
+    cache = RowCache()
+    computed: list[int] = []
+    compute = _free_gpus(computed)
+    snap = inv.snapshot()
+    cache.use("free", snap, compute, lambda arrays: None)
+    compared: list[int] = []
+    real = np.flatnonzero
+    monkeypatch.setattr(np, "flatnonzero", lambda a: compared.append(1) or real(a))
+    again = cache.refresh("free", snap, compute)  # the very snapshot: its versions are known
+    assert again is not None and again.tolist() == [] and not again.flags.writeable
+    assert compared == [] and computed == [4]
+    place(inv, request("whole", 3), "n1")  # a new snapshot: its rows are compared
+    newer = inv.snapshot()
+    compared.clear()
+    changed = cache.refresh("free", newer, compute)
+    assert changed is not None and changed.tolist() == [1]
+    assert compared == [1] and computed == [4, 1]
+    free = cache.derive("free", snap, compute, np.arange(4, dtype=np.int64))
+    assert free[0].tolist() == [4, 4, 4, 4]  # the older snapshot: its own values again
+    assert computed == [4, 1, 1]
+
+
 def test_fit_cache_refresh_is_the_fit_on_every_row_and_leaves_nothing_stale(
         monkeypatch: pytest.MonkeyPatch) -> None:
     fitted: list[int] = []
