@@ -22,6 +22,7 @@ import numpy.typing as npt
 from extender.catalog import Catalog
 from extender.core.fit import fit, mig_starts
 from extender.core.request import PlacementRequest
+from extender.core.rowops import flat_nonzero
 from extender.inventory.layout import FREE_STARTS, POPCOUNT, span_mask
 from extender.inventory.snapshot import ClusterSnapshot
 from extender.model import Assignment, GpuGrant, RequestKind
@@ -47,7 +48,7 @@ def assign(snapshot: ClusterSnapshot, req: PlacementRequest, row: int, *,
         if not result.fits[0]:
             raise NoFitError(result.messages(snapshot)[0])
         units = result.units[0]
-    slots = [int(s) for s in np.flatnonzero(units > 0)]
+    slots = [int(s) for s in flat_nonzero(units > 0)]
     kind = req.kind
     if order is not None:
         rank = {s: i for i, s in enumerate(order)}
@@ -74,7 +75,7 @@ def assign(snapshot: ClusterSnapshot, req: PlacementRequest, row: int, *,
 
 
 def _slot_of(snapshot: ClusterSnapshot, row: int, index: int) -> int:
-    return int(np.flatnonzero(snapshot.gpu_index[row] == index)[0])
+    return int(flat_nonzero(snapshot.gpu_index[row] == index)[0])
 
 
 def _uuid(snapshot: ClusterSnapshot, row: int, index: int) -> str | None:

@@ -27,7 +27,7 @@ import numpy.typing as npt
 from extender.core.gpu_units import Gpus, Units, gpu_facts, gpu_units
 from extender.core.reasons import AMONG, HAVE, NEED, CodedRows, Reason, format_reasons
 from extender.core.request import PlacementRequest
-from extender.core.rowops import row_any, row_count, row_max, row_min
+from extender.core.rowops import flat_nonzero, row_any, row_count, row_max, row_min
 from extender.inventory.snapshot import DYNAMIC_MIG, ClusterSnapshot
 from extender.model import RequestKind
 
@@ -117,7 +117,7 @@ def _fit(snapshot: ClusterSnapshot, req: PlacementRequest,
                        short=short, cpu_short=cpu_short, mem_short=mem_short)
     # the numbers of each message, computed on the rows that carry the code
     for reason in np.unique(code[failing]):
-        idx = np.flatnonzero(code == reason)
+        idx = flat_nonzero(code == reason)
         numbers = _numbers(snapshot, req, Reason(int(reason)), idx, sel, gpus=gpus,
                            units=units, need=need, capacity=capacity)
         params[idx, HAVE] = numbers.have

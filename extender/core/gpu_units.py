@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from extender.core.request import PlacementRequest
-from extender.core.rowops import row_count
+from extender.core.rowops import flat_nonzero, row_count
 from extender.inventory.layout import FREE_STARTS, POPCOUNT
 from extender.inventory.snapshot import DYNAMIC_MIG, ClusterSnapshot
 from extender.model import RequestKind
@@ -30,13 +30,13 @@ def type_mask(lookup: npt.NDArray[np.bool_], gpu_type: npt.NDArray[np.int16]
     n_types = len(lookup) - 1
     if lookup[n_types]:  # pragma: no cover - no pod accepts the unknown type
         return lookup.take(gpu_type) & (gpu_type >= 0)
-    accepted = np.flatnonzero(lookup)
+    accepted = flat_nonzero(lookup)
     if len(accepted) <= 3:
         out = np.zeros(gpu_type.shape, dtype=bool)
         for t in accepted:
             out |= gpu_type == t
         return out
-    refused = np.flatnonzero(~lookup)  # includes the unknown type
+    refused = flat_nonzero(~lookup)  # includes the unknown type
     if len(refused) <= 4:
         out = gpu_type >= 0
         for t in refused:

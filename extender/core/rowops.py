@@ -97,3 +97,11 @@ def group_starts(owner: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
     """Where each run of equal values begins in a sorted, non-empty ``owner`` (the groups of
     ``np.*.reduceat``)."""
     return np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+
+
+def flat_nonzero(mask: npt.NDArray[Any]) -> npt.NDArray[np.intp]:
+    """``np.flatnonzero(mask)`` for an array, without its Python wrappers: the ndarray
+    methods are C, the module function goes through three Python calls (1.6 against 0.3 us
+    on a one-row mask; the hot paths call it a few dozen times per pod)."""
+    out: npt.NDArray[np.intp] = mask.ravel().nonzero()[0]
+    return out

@@ -130,7 +130,7 @@ class RowCache:
             arrays = tuple(np.array(a) for a in compute(snapshot, computed))
             entry = _Entry(version.copy(), snapshot.n_gpus, arrays)
         else:
-            stale = np.flatnonzero(entry.version != version)  # old rows only: added are current
+            stale = (entry.version != version).nonzero()[0]  # old rows only: added are current
             if len(stale):
                 fresh = self._by_content(entry, snapshot, compute, stale) \
                     if by_content and len(stale) <= CONTENT_ROWS else compute(snapshot, stale)
@@ -243,7 +243,7 @@ class ClusterSnapshot:
 
 
     def valid_rows(self) -> npt.NDArray[np.int64]:
-        return np.flatnonzero(self.node_valid).astype(np.int64)
+        return self.node_valid.nonzero()[0].astype(np.int64)
 
     def row_contents(self, rows: npt.NDArray[np.int64]) -> list[bytes]:
         """Each row's values in every per-node array (``ROW_ARRAYS``, and

@@ -31,6 +31,7 @@ import numpy.typing as npt
 
 from extender.config.score_cut import ScoreCutConfig
 from extender.core.reasons import FITS_CODE
+from extender.core.rowops import flat_nonzero
 from extender.core.score_cut import decide, priorities
 from extender.core.scoring.base import ScoreResult
 from extender.kube import objects
@@ -119,7 +120,7 @@ class ScoreCut:
                           refusal=reasons[0] if reasons else None)
         if decision.kept is None:
             return CutAnswer(feasible, decision.reason)
-        chosen = np.flatnonzero(decision.kept)
+        chosen = flat_nonzero(decision.kept)
         kept = [feasible[i] for i in chosen.tolist()]
         cycle.cut = replace(memo, answered=kept, answered_scores=memo.scores[positions[chosen]])
         if len(kept) == 1:
@@ -136,7 +137,7 @@ class ScoreCut:
         placement = cycle.pod.placement
         assert evaluation is not None and placement is not None
         result, scores = self._scorer.scores_of(evaluation, placement, pod=str(cycle.pod.key))
-        positions = np.flatnonzero(evaluation.code == FITS_CODE)  # ``feasible``, in order
+        positions = flat_nonzero(evaluation.code == FITS_CODE)  # ``feasible``, in order
         assert len(positions) == len(feasible)
         memo = CutMemo(evaluation, result, scores, feasible, scores[positions])
         cycle.cut = memo

@@ -31,6 +31,7 @@ from extender.core.fit import FitResult
 from extender.core.fit_cache import FitCache
 from extender.core.reasons import CodedRows, Reason
 from extender.core.request import PlacementRequest
+from extender.core.rowops import flat_nonzero
 from extender.inventory.snapshot import ClusterSnapshot
 from extender.platform import Platform
 from extender.scheduling.cycle import CycleTable, FitMemo, PodCycle
@@ -112,7 +113,7 @@ class Evaluator:
         all_rows = self.rows.rows(snapshot, names)
         known_mask = all_rows >= 0
         all_known = bool(known_mask.all())
-        known = np.arange(n, dtype=np.int64) if all_known else np.flatnonzero(known_mask)
+        known = np.arange(n, dtype=np.int64) if all_known else flat_nonzero(known_mask)
         rows = all_rows if all_known else all_rows[known]
         result = self._fit(snapshot, placement, rows, cycle)
         templates = None
@@ -124,7 +125,7 @@ class Evaluator:
             code[known] = result.code
             params[known] = result.params
             if nodes is not None:
-                unknown = np.flatnonzero(~known_mask)
+                unknown = flat_nonzero(~known_mask)
                 templates = fit_templates(self._platform, placement,
                                           [nodes[i] for i in unknown.tolist()], unknown)
                 code[unknown] = templates.fit.code

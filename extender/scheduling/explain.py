@@ -22,6 +22,7 @@ import numpy.typing as npt
 
 from extender.core.fit import FitResult, fit
 from extender.core.request import PlacementRequest
+from extender.core.rowops import flat_nonzero
 from extender.core.scoring.base import NodeTerms, ScoreResult, Term, deciding_term
 from extender.inventory.snapshot import ClusterSnapshot
 from extender.model import Assignment, PodKey
@@ -129,7 +130,7 @@ def chosen_and_runner_up(rows: npt.NDArray[np.int64], scores: npt.NDArray[np.flo
     """(position of ``row`` in ``rows``, position of the best-scored other row, the first
     of equals; ``None`` if there is none), ``None`` if ``row`` is not in ``rows``. Two passes
     over the scored rows (the match, then the scores with ``row`` masked)."""
-    positions = np.flatnonzero(rows == row)
+    positions = flat_nonzero(rows == row)
     if len(positions) == 0:
         return None
     if len(positions) == len(rows):

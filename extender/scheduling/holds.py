@@ -30,6 +30,7 @@ import numpy.typing as npt
 
 from extender.core.fit import FitResult
 from extender.core.reasons import Reason
+from extender.core.rowops import flat_nonzero
 from extender.inventory.snapshot import ClusterSnapshot
 from extender.inventory.store import Holding, HoldingState, Inventory
 from extender.scheduling.evaluate import Evaluation
@@ -57,7 +58,7 @@ def bound_evaluation(snapshot: ClusterSnapshot, names: Sequence[str], node: str)
     code[np.fromiter((name == node for name in names), dtype=bool, count=n)] = Reason.FITS
     all_rows = np.fromiter(map(snapshot.node_index.get, names, repeat(-1)), dtype=np.int64,
                            count=n)
-    known = np.flatnonzero(all_rows >= 0)
+    known = flat_nonzero(all_rows >= 0)
     rows = all_rows[known]
     width = snapshot.free_mib.shape[1]
     fit = FitResult(rows=rows, code=code[known], params=np.zeros((len(rows), 3), np.int64),

@@ -20,6 +20,7 @@ import numpy.typing as npt
 from extender.core.assign import assign
 from extender.core.fit import FitResult
 from extender.core.request import PlacementRequest
+from extender.core.rowops import flat_nonzero
 from extender.core.scoring.base import ScoreResult
 from extender.inventory.snapshot import ClusterSnapshot
 from extender.model import Assignment, RequestKind
@@ -34,7 +35,7 @@ def first_best(scores: npt.NDArray[np.float64]) -> int:
 
 def best_by_name(snapshot: ClusterSnapshot, scores: ScoreResult) -> int:
     """The highest score; among equal ones, the node whose name sorts first."""
-    top = np.flatnonzero(scores.scores == scores.scores.max())
+    top = flat_nonzero(scores.scores == scores.scores.max())
     if len(top) == 1:
         return int(top[0])
     names = snapshot.node_names
@@ -63,7 +64,7 @@ def place(snapshot: ClusterSnapshot, request: PlacementRequest, fit: FitResult,
         return Placement(scores, row, Assignment(node=snapshot.node_names[row],
                                                  kind=RequestKind.WHOLE, grants=(),
                                                  generation=snapshot.generation))
-    position = int(np.flatnonzero(fit.fits)[best])  # scores.rows: fit.rows that fit, in order
+    position = int(flat_nonzero(fit.fits)[best])  # scores.rows: fit.rows that fit, in order
     assert int(fit.rows[position]) == row
     choice = int(scores.choice[best])
     assignment = assign(snapshot, request, row, units=fit.units[position],

@@ -28,6 +28,7 @@ import numpy.typing as npt
 from extender.core.assign import NoFitError
 from extender.core.fit import FitResult
 from extender.core.request import PlacementRequest
+from extender.core.rowops import flat_nonzero
 from extender.core.scoring.base import (
     Explainer,
     NodeTerms,
@@ -70,7 +71,7 @@ rules (``choice`` -1). Documented in the README ("Placement policy")."""
 
 def fallback_scores(fit: FitResult) -> ScoreResult:
     """The documented default order for one call whose strategy raised."""
-    positions = np.flatnonzero(fit.fits)
+    positions = flat_nonzero(fit.fits)
     return ScoreResult(fit.rows[positions], np.full(len(positions), FALLBACK_SCORE),
                        np.full(len(positions), -1, dtype=np.int16))
 
@@ -210,11 +211,11 @@ class Scorer:
         template nodes scored on their own snapshot)."""
         result = self.score(evaluation.snapshot, placement, evaluation.fit, pod=pod)
         scores = np.zeros(len(evaluation.names), dtype=np.float64)
-        scores[evaluation.known[np.flatnonzero(evaluation.fit.fits)]] = result.scores
+        scores[evaluation.known[flat_nonzero(evaluation.fit.fits)]] = result.scores
         templates = evaluation.templates
         if templates is not None and templates.fit.fits.any():
             judged = self.score(templates.snapshot, placement, templates.fit, pod=pod)
-            scores[templates.positions[np.flatnonzero(templates.fit.fits)]] = judged.scores
+            scores[templates.positions[flat_nonzero(templates.fit.fits)]] = judged.scores
         return result, scores
 
 

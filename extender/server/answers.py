@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
+from extender.core.rowops import flat_nonzero
 from extender.server.wire import MAX_PRIORITY
 
 
@@ -99,7 +100,7 @@ def encode_priorities(names: Sequence[str], scores: npt.NDArray[np.int64]) -> An
     zeros would only cost bytes on both sides. Grouped by score; order is irrelevant."""
     parts = []
     for score in range(MAX_PRIORITY, 0, -1):
-        positions = np.flatnonzero(scores == score)
+        positions = flat_nonzero(scores == score)
         if len(positions) == 0:
             continue
         hosts = pick(names, positions)

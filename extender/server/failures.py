@@ -19,6 +19,7 @@ from extender.core.reasons import (
     format_reason,
     format_reason_for,
 )
+from extender.core.rowops import flat_nonzero
 from extender.model import GpuRequest, Verdict
 from extender.scheduling.evaluate import Evaluation
 from extender.server.answers import NodeGroup, pick
@@ -76,8 +77,8 @@ def group_failures(evaluation: Evaluation, messages: ReasonMessages,
     ``np.unique`` over a packed 1-D key."""
     names = evaluation.names
     code = evaluation.code
-    feasible = pick(names, np.flatnonzero(code == FITS_CODE))
-    failed_positions = np.flatnonzero(code != FITS_CODE)
+    feasible = pick(names, flat_nonzero(code == FITS_CODE))
+    failed_positions = flat_nonzero(code != FITS_CODE)
     if len(failed_positions) == 0:
         return feasible, [], []
     codes = code[failed_positions].astype(np.int64)
@@ -113,7 +114,7 @@ def _sorted_groups(keys: npt.NDArray[np.int64]
     stably orders the positions alike, and a group's first position is its smallest."""
     order = np.argsort(keys, kind="stable")
     ordered = keys[order]
-    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    starts = flat_nonzero(np.r_[True, ordered[1:] != ordered[:-1]])
     ends = [*starts[1:].tolist(), len(keys)]
     return order[starts], order, ends
 

@@ -17,6 +17,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from extender.core.reasons import VERDICT_BY_CODE, Reason
+from extender.core.rowops import flat_nonzero
 from extender.inventory.snapshot import ClusterSnapshot
 from extender.inventory.store import HoldingState, Inventory
 from extender.kube.score_inert import CutReason
@@ -103,7 +104,7 @@ class ExtenderMetrics:
         if len(codes) == 0:
             return
         counts = np.bincount(codes.astype(np.int64), minlength=len(VERDICT_BY_CODE))
-        for code in np.flatnonzero(counts).tolist():
+        for code in flat_nonzero(counts).tolist():
             child = self._verdict_children.get(code)
             if child is not None:
                 child.inc(int(counts[code]))
@@ -187,7 +188,7 @@ class InventoryCollector(Collector):
         gpus_allocated = GaugeMetricFamily(
             f"{PREFIX}_gpus_allocated", "GPUs at least one pod holds part of, by type.",
             labels=[TYPE_LABEL])
-        for t in np.flatnonzero(total).tolist():
+        for t in flat_nonzero(total).tolist():
             gpus.add_metric([catalog.id_of(t)], float(total[t]))
             gpus_allocated.add_metric([catalog.id_of(t)], float(allocated[t]))
         yield gpus
@@ -244,7 +245,7 @@ def _dra_families(snapshot: ClusterSnapshot,
     allocated = GaugeMetricFamily(f"{PREFIX}_dra_gpus_allocated",
                                   "GPUs of DRA-managed nodes an allocated claim holds (part "
                                   "of), by type.", labels=[TYPE_LABEL])
-    for t in np.flatnonzero(total).tolist():
+    for t in flat_nonzero(total).tolist():
         gpus.add_metric([catalog.id_of(t)], float(total[t]))
         allocated.add_metric([catalog.id_of(t)], float(held[t]))
     yield gpus

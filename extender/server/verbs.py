@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from extender.core.rowops import flat_nonzero
 from extender.core.score_cut import priorities
 from extender.model import PodKey
 from extender.platform import Platform
@@ -144,7 +145,7 @@ class SchedulingVerbs:
             report["summary"] = {"passthrough": len(names)} if pod.error is None else {}
             return report
         scores = np.full(len(names), -1, dtype=np.int64)
-        positions = evaluation.known[np.flatnonzero(evaluation.fit.fits)]
+        positions = evaluation.known[flat_nonzero(evaluation.fit.fits)]
         scores[positions] = wire_scores(result.scores)
         messages = self._messages.messages(evaluation.code, evaluation.params, pod.request)
         verdicts = [_VERDICT_NAMES[v] for v in evaluation.verdict.tolist()]

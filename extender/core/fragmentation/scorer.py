@@ -19,7 +19,7 @@ from extender.core.fit import FitResult
 from extender.core.fragmentation.model import FragModel
 from extender.core.reasons import Reason
 from extender.core.request import PlacementRequest
-from extender.core.rowops import group_starts
+from extender.core.rowops import flat_nonzero, group_starts
 from extender.core.workload import Shape, WorkloadMix
 from extender.inventory.snapshot import ClusterSnapshot, Derived, RowCache
 from extender.model import RequestKind
@@ -68,7 +68,7 @@ class FragScorer:
                             npt.NDArray[np.intp], npt.NDArray[np.intp]]:
         """(model, positions, rows, F before, CPU level after, pair node, pair slot) for the
         fitting nodes; pairs are every GPU with a unit, sorted by node then slot."""
-        positions = np.flatnonzero(fit.fits)
+        positions = flat_nonzero(fit.fits)
         rows = fit.rows[positions]
         model = self.model()
         level, before = model.node_frag_cached(snapshot, rows)
@@ -127,7 +127,7 @@ class FragScorer:
             return (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0),
                     np.zeros(0))
         row = int(fit.rows[0])
-        taken = np.flatnonzero(fit.units[0] > 0)[:req.count].tolist()
+        taken = flat_nonzero(fit.units[0] > 0)[:req.count].tolist()
         level = model.level_of(int(snapshot.cpu_free[row]) - req.cpu_milli)
         after = model.frag_after_taking(snapshot, row, level, taken)
         rows = fit.rows[:1]
@@ -146,7 +146,7 @@ class FragScorer:
         Keyed like ``core.fit_cache``: the model, the request object, whether DRA nodes
         exist, the inventory's row cache."""
         model = self.model()
-        positions = np.flatnonzero(fit.fits)
+        positions = flat_nonzero(fit.fits)
         rows = fit.rows[positions]
 
         def compute(snap: ClusterSnapshot, stale: npt.NDArray[np.int64]) -> Derived:
@@ -225,7 +225,7 @@ def unit_pairs(fit: FitResult, positions: npt.NDArray[np.int64]
     ``node`` indexes ``positions``."""
     units = fit.units
     width = units.shape[1]
-    flat = np.flatnonzero(units > 0)
+    flat = flat_nonzero(units > 0)
     row = flat // width
     slot = flat - row * width
     index = np.full(len(units), -1, dtype=np.intp)

@@ -191,7 +191,7 @@ from extender.core.fragmentation.scorer import (
     fit_at_rows,
 )
 from extender.core.request import PlacementRequest
-from extender.core.rowops import group_starts, row_any
+from extender.core.rowops import flat_nonzero, group_starts, row_any
 from extender.core.scoring.base import NodeTerms, ScoreResult, StrategyContext, Term
 from extender.core.scoring.capacity import free_by_type, unit_take, used_total
 from extender.core.scoring.helpers import fit_of_rows
@@ -543,7 +543,7 @@ class CostFragmentation:
         one row through the kernels' plain-Python paths), and every term is row-local with
         sums in a fixed order (``row_sum_in_order``), so the kept values have the bits a
         computation over every row gives (``tests/core/test_kept_terms.py``)."""
-        positions = np.flatnonzero(fit.fits)
+        positions = flat_nonzero(fit.fits)
         rows = fit.rows[positions]
         kept = self._kept.use(self._kept_key(snapshot, req), snapshot,
                               self._kept_compute(req, fit),

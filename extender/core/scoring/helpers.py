@@ -6,12 +6,13 @@ import numpy as np
 import numpy.typing as npt
 
 from extender.core.fit import FitResult
+from extender.core.rowops import flat_nonzero
 from extender.core.scoring.base import MAX_SCORE
 
 
 def fitting(fit: FitResult) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """Positions (into ``fit.rows``) and snapshot rows of the nodes that fit."""
-    positions = np.flatnonzero(fit.fits)
+    positions = flat_nonzero(fit.fits)
     return positions, fit.rows[positions]
 
 
@@ -36,7 +37,7 @@ def fit_of_rows(fit: FitResult, rows: npt.NDArray[np.int64]) -> FitResult:
     ``fit.rows``): an explanation scores a few rows, not the whole call."""
     # a few rows: one comparison over the fit's rows each (a dict of every row cost more
     # than the explanation's arithmetic: py-spy, issue 22)
-    found = [np.flatnonzero(fit.rows == r) for r in rows.tolist()]
+    found = [flat_nonzero(fit.rows == r) for r in rows.tolist()]
     for row, hits in zip(rows.tolist(), found, strict=True):
         if len(hits) == 0:
             raise ValueError(f"row {row} is not one of the fit's rows")

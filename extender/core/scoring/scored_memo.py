@@ -22,6 +22,7 @@ import numpy.typing as npt
 
 from extender.core.fit import FitResult
 from extender.core.request import PlacementRequest
+from extender.core.rowops import flat_nonzero
 from extender.inventory.snapshot import ClusterSnapshot
 
 T = TypeVar("T")
@@ -57,7 +58,7 @@ class ScoredMemo(Generic[T]):
 def positions_of(scored: npt.NDArray[np.int64], rows: npt.NDArray[np.int64]
                  ) -> npt.NDArray[np.int64] | None:
     """Where each of ``rows`` is in ``scored`` (the first place), ``None`` if one is not."""
-    found = [np.flatnonzero(scored == r) for r in rows.tolist()]
+    found = [flat_nonzero(scored == r) for r in rows.tolist()]
     if any(len(hits) == 0 for hits in found):
         return None
     return np.array([int(hits[0]) for hits in found], dtype=np.int64)
