@@ -1,7 +1,8 @@
-"""Reductions over the GPU axis of ``(n_rows, n_gpus)`` arrays, and the runs of a sorted owner
-column: the row operations the kernels (``fit``, the fragmentation model, the strategies) use
-instead of numpy's slow reductions over a short last axis. Equal to numpy's on every width
-(``tests/core/test_rowops.py``).
+"""Reductions over the GPU axis of ``(n_rows, n_gpus)`` arrays, the runs of a sorted owner
+column and the positions of a mask: the row operations the kernels (``fit``, the
+fragmentation model, the strategies) and the verbs use instead of numpy's slow reductions over
+a short last axis and its Python-level ``flatnonzero``. Equal to numpy's on every width and
+shape (``tests/core/test_rowops.py``).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from extender.core.gpu_units import type_mask
-from extender.core.rowops import row_any, row_count, row_max, row_min, row_sum
+from extender.core.rowops import flat_nonzero, row_any, row_count, row_max, row_min, row_sum
 
 
 @pytest.mark.parametrize("width", [1, 2, 3, 7, 8, 9, 12, 16, 24])
@@ -43,3 +43,12 @@ def test_type_mask_is_a_lookup_that_is_false_on_padding(accepted: list[int]) -> 
     gpu_type = np.random.default_rng(1).integers(-1, 18, (40, 8)).astype(np.int16)
     want = np.where(gpu_type >= 0, lookup[gpu_type], False)
     assert np.array_equal(type_mask(lookup, gpu_type), want)
+
+
+@pytest.mark.parametrize("shape", [(), (0,), (1,), (7,), (1000,), (4, 6), (3, 0), (2, 3, 5)])
+def test_flat_nonzero_equals_numpy_on_every_shape(shape: tuple[int, ...]) -> None:
+    rng = np.random.default_rng(len(shape) * 31 + sum(shape))
+    for mask in (rng.random(shape) < 0.3, rng.integers(-2, 3, shape)):
+        expected = np.flatnonzero(mask)
+        got = flat_nonzero(np.asarray(mask))
+        assert got.dtype == expected.dtype and got.tolist() == expected.tolist()
