@@ -97,7 +97,7 @@ def row_sum_in_order(values: npt.NDArray[np.floating[Any]] | npt.NDArray[np.inte
 def group_starts(owner: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
     """Where each run of equal values begins in a sorted, non-empty ``owner`` (the groups of
     ``np.*.reduceat``)."""
-    return np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+    return flat_nonzero(np.r_[True, owner[1:] != owner[:-1]])
 
 
 def flat_nonzero(mask: npt.NDArray[Any]) -> npt.NDArray[np.intp]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from extender.core.rowops import flat_nonzero
 from extender.core.scoring.base import MAX_SCORE
 
 
@@ -43,7 +44,7 @@ def top_rank_scores(*keys: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
     n = len(keys[0])
     if n == 0:
         return np.zeros(0)
-    packed: npt.NDArray[np.int64] | None = None
+    packed = np.zeros(n, dtype=np.int64)
     width = 0
     for key in keys:
         low = int(key.min())
@@ -51,12 +52,8 @@ def top_rank_scores(*keys: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
         width += bits
         if width > 63:
             return rank_scores(dense_rank(*keys))
-        if packed is None:  # a new int64 array: the in-place shifts below never overflow it
-            packed = np.asarray(key, dtype=np.int64) - low
-        else:
-            packed <<= bits
-            packed |= key - low
-    assert packed is not None
+        packed <<= bits
+        packed |= key - low
     take = min(n, 8 * TOP)
     smallest = np.partition(packed, take - 1)[:take] if take < n else packed.copy()
     smallest.sort()
@@ -68,7 +65,7 @@ def top_rank_scores(*keys: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
         return rank_scores(dense_rank(*keys))  # heavy ties: rank them all
     cut = cut[:TOP]
     scores = np.zeros(n)
-    chosen = (packed <= cut[-1]).nonzero()[0]
+    chosen = flat_nonzero(packed <= cut[-1])
     scores[chosen] = MAX_SCORE - 10.0 * cut.searchsorted(packed[chosen])
     return scores
 
