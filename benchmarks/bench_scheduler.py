@@ -674,6 +674,19 @@ def _events_after_burst(cluster: LocalCluster, mode: str, nodes: int, bound: int
           "CPU ms per pod spent after the burst: "
           + ", ".join(f"{name} {value:.2f}" for name, value in sorted(spent.items()))
           + f", all {sum(spent.values()):.2f}", flush=True)
+    explained, placed = _explained_events(cluster)
+    print(f"nodes={nodes:5d} mode={mode:8s} placement events with the explanation: "
+          f"{explained} of {placed}", flush=True)
+
+
+def _explained_events(cluster: LocalCluster) -> tuple[int, int]:
+    """(placement events whose message gives the reason, placement events): a ``GpuAssigned``
+    message is ``assigned GPU ... on node N`` and, where the placement was explained, ``: why,
+    ...`` after it (``scheduling/explain.py``, ``event_message``)."""
+    events = cluster.api().list_namespaced_event(
+        NAMESPACE, field_selector="reason=GpuAssigned").items
+    placed = [event.message or "" for event in events]
+    return sum(1 for message in placed if ": " in message), len(placed)
 
 
 def _start_profiler(cluster: LocalCluster, directory: Path, name: str

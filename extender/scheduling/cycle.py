@@ -18,13 +18,18 @@ field         written by   valid while
                            prioritize may hold GPUs for it (``scheduling/holds.py``)
 ``cut``       filter       the next prioritize (which takes it): filter's scoring of every
                            feasible node when the exact cut judged the pod (``cut.py``)
+``settle``    bind         until it has run: what must read ``scores`` and ``scored_on``
+                           before the table lets them go (the bind's explanation, composed
+                           later in the event writer: ``explain.Announcer``)
 ============  ===========  ================================================================
 
 The inventory, not the cycle, is where a hold takes effect (other pods' cycles must see it):
 ``held`` records what this cycle assumed; bind reads the inventory's holding.
 
 ``CycleTable`` keeps the cycles by UID (an LRU of ``capacity``); fit and scores are arrays over
-the candidate nodes, so only the ``heavy_capacity`` most recent cycles keep them.
+the candidate nodes, so only the ``heavy_capacity`` most recent cycles keep them. A cycle that
+loses them runs its ``settle`` first: during a burst the event writer may compose a bind's
+explanation dozens of pods later, and it must read the scoring the pod was placed by.
 """
 
 from __future__ import annotations
@@ -90,6 +95,17 @@ class PodCycle:
     held: Assignment | None = None
     passed: bool = False
     cut: CutMemo | None = None
+    settle: Callable[[], None] | None = None
+
+    def drop_scoring(self) -> None:
+        """Let the fit and scores go (``settle`` runs first, once; it never raises)."""
+        settle, self.settle = self.settle, None
+        if settle is not None:
+            settle()
+        self.fit = None
+        self.scores = None
+        self.scored_on = None
+        self.cut = None
 
 
 class CycleTable:
@@ -149,8 +165,8 @@ class CycleTable:
             return cycle
         pod = retyped(self._platform, cycle.pod, self._nodes())
         if pod is not cycle.pod:
-            cycle.pod, cycle.fit, cycle.scores, cycle.scored_on = pod, None, None, None
-            cycle.cut = None
+            cycle.drop_scoring()
+            cycle.pod = pod
         return cycle
 
     def get(self, uid: str) -> PodCycle | None:
@@ -159,19 +175,21 @@ class CycleTable:
 
     def remember_fit(self, cycle: PodCycle, memo: FitMemo) -> None:
         """Store a fit on ``cycle``; the least recent heavy cycle beyond ``heavy_capacity``
-        drops its fit and scores."""
+        drops its fit and scores (``PodCycle.drop_scoring``: its ``settle`` first, outside the
+        table's lock)."""
+        if cycle.settle is not None:  # scored and bound, now judged again: settle the old
+            cycle.drop_scoring()
         cycle.fit = memo
         cycle.scores = None
         cycle.scored_on = None
+        evicted: list[PodCycle] = []
         with self._lock:
             self._heavy[id(cycle)] = cycle
             self._heavy.move_to_end(id(cycle))
             while len(self._heavy) > self._heavy_capacity:
-                _, old = self._heavy.popitem(last=False)
-                old.fit = None
-                old.scores = None
-                old.scored_on = None
-                old.cut = None
+                evicted.append(self._heavy.popitem(last=False)[1])
+        for old in evicted:
+            old.drop_scoring()
 
 
 class HoldEvents(Protocol):

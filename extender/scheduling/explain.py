@@ -219,6 +219,35 @@ class PlacementRecords:
             return self._by_uid.get(uid)
 
 
+class _Breakdown:
+    """One bind's breakdown, computed once: where its event is composed, or earlier, when the
+    cycle table lets the cycle's scoring go before that (``settle``); either thread may come
+    first, the other reads the same result. Never raises: an explanation must never cost a
+    placement (a failure is logged, and the event says where the GPUs are without why)."""
+
+    def __init__(self, compute: Callable[[], PlacementBreakdown | None], key: PodKey,
+                 node: str) -> None:
+        self._compute: Callable[[], PlacementBreakdown | None] | None = compute
+        self._key = key
+        self._node = node
+        self._lock = threading.Lock()
+        self._value: PlacementBreakdown | None = None
+
+    def settle(self) -> None:
+        self.get()
+
+    def get(self) -> PlacementBreakdown | None:
+        with self._lock:
+            compute, self._compute = self._compute, None  # computed once; the cycle let go
+            if compute is not None:
+                try:
+                    self._value = compute()
+                except Exception:
+                    _log.exception("could not explain placement", extra={"fields": {
+                        "pod": str(self._key), "node": self._node}})
+            return self._value
+
+
 class Announcer:
     """After each bind: the breakdown of the chosen node (two rows, on the snapshot
     prioritize scored), kept for explain, as a Normal event on the pod and one log line.
@@ -226,7 +255,10 @@ class Announcer:
 
     The bind only hands ``notify`` a closure: the breakdown, the record and the log line are
     computed where the event is written (online: the event queue's thread, off the bind
-    path; the snapshot and the scores it reads are immutable)."""
+    path; the snapshot and the scores it reads are immutable). The breakdown reads the
+    cycle's scoring, which the cycle table lets go once ``heavy_capacity`` newer cycles have
+    scored: a writer that far behind (a burst) finds it computed already, by the cycle's
+    ``settle`` (``_Breakdown``)."""
 
     def __init__(self, scorer: Scorer, records: PlacementRecords,
                  notify: Callable[[PodKey, str, Callable[[], str]], None]) -> None:
@@ -237,18 +269,14 @@ class Announcer:
 
     def __call__(self, cycle: PodCycle, key: PodKey, node: str,
                  assignment: Assignment | None, chosen_on: ClusterSnapshot | None) -> None:
-        self._notify(key, EVENT_REASON,
-                     lambda: self.compose(cycle, key, node, assignment, chosen_on))
+        pending = _Breakdown(lambda: self.breakdown_of(cycle, node, chosen_on), key, node)
+        cycle.settle = pending.settle
+        self._notify(key, EVENT_REASON, lambda: self.compose(pending, key, node, assignment))
 
-    def compose(self, cycle: PodCycle, key: PodKey, node: str,
-                assignment: Assignment | None, chosen_on: ClusterSnapshot | None) -> str:
+    def compose(self, pending: _Breakdown, key: PodKey, node: str,
+                assignment: Assignment | None) -> str:
         """The breakdown (kept for explain), the log line, and the event's text."""
-        explained = None
-        try:
-            explained = self.breakdown_of(cycle, node, chosen_on)
-        except Exception:  # an explanation must never cost a placement
-            _log.exception("could not explain placement", extra={"fields": {
-                "pod": str(key), "node": node}})
+        explained = pending.get()
         if explained is not None:
             self.records.put(key.uid, explained)
         why = explained.reason() if explained is not None else None

@@ -24,6 +24,7 @@ from extender.server.service import ExtenderService
 from extender.server.wire import ExtenderArgs
 from extender.sync.score_facts import ScoreFacts
 from tests.builders import make_pod
+from tests.server.conftest import online_service
 from tests.sync.clusters import t4_node
 from tests.sync.fake_api import FakeApiServer
 
@@ -35,17 +36,7 @@ def _service(platform: Platform, *, cut: bool) -> tuple[ExtenderService, FakeApi
     pods = [make_pod(f"r{i}").namespace("ml").uid(f"uid-r{i}").gpus(1).obj()
             for i in range(REPLICAS)]
     api = FakeApiServer([t4_node(n, gpus=2 + i % 3) for i, n in enumerate(NAMES)], pods)
-    facts = ScoreFacts() if cut else None
-    service = ExtenderService(platform, api, facts=facts)
-    nodes, listed = api.list_objects("nodes").items, api.list_objects("pods").items
-    service.applier.replace_nodes(nodes)
-    service.applier.replace_pods(listed)
-    if facts is not None:
-        facts.replace_nodes(nodes)
-        facts.replace_pods(listed)
-        facts.replace_services([])
-    service.inventory.mark_synced()
-    return service, api
+    return online_service(platform, api, facts=ScoreFacts() if cut else None), api
 
 
 def _burst(service: ExtenderService, api: FakeApiServer, *, warm: bool,

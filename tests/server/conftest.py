@@ -9,10 +9,12 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
+from extender.apiserver.events import EventQueue
 from extender.platform import Platform
 from extender.server.app import create_app
 from extender.server.service import ExtenderService
 from extender.sync.offline import load_cluster_file
+from extender.sync.score_facts import ScoreFacts
 from tests.sync.fake_api import FakeApiServer
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -23,13 +25,21 @@ def fixture_bytes(name: str) -> bytes:
 
 
 def online_service(platform: Platform, api: FakeApiServer, *,
-                   clock: Callable[[], float] | None = None) -> ExtenderService:
+                   clock: Callable[[], float] | None = None, facts: ScoreFacts | None = None,
+                   event_queue: EventQueue | None = None) -> ExtenderService:
     """A service over a fake API server, loaded from it as the first list would (no watch
-    threads: tests feed events to ``service.applier`` themselves)."""
-    service = ExtenderService(platform, api, clock=clock) if clock else \
-        ExtenderService(platform, api)
-    service.applier.replace_nodes(api.list_objects("nodes").items)
-    service.applier.replace_pods(api.list_objects("pods").items)
+    threads: tests feed events to ``service.applier`` themselves). ``facts``: the exact
+    cut's, listed from the same objects (no services); ``event_queue``: where its events go
+    (not started here: a test pumps it)."""
+    service = ExtenderService(platform, api, facts=facts, event_queue=event_queue,
+                              **({"clock": clock} if clock else {}))
+    nodes, pods = api.list_objects("nodes").items, api.list_objects("pods").items
+    service.applier.replace_nodes(nodes)
+    service.applier.replace_pods(pods)
+    if facts is not None:
+        facts.replace_nodes(nodes)
+        facts.replace_pods(pods)
+        facts.replace_services([])
     service.inventory.mark_synced()
     return service
 
