@@ -37,7 +37,10 @@ Method (one run measures both, side by side, so machine noise hits both alike):
    verb, and its time per call (mean, and the bind's p50 interpolated in its latency
    histogram); the extender's CPU per pod by thread (``gpu_extender_thread_cpu_seconds``,
    scraped before kube-scheduler starts and after the burst: MainThread answers filter and
-   prioritize, the pool the binds, event-writer the explanations and Events).
+   prioritize, the pool the binds, event-writer the explanations and Events); the
+   extender's context switches per pod over the same window, voluntary and involuntary
+   (``/proc/<pid>/task/*/status``), and those of the worker's main thread alone (preempted by
+   its own background threads unless they yield: ``runtime/background.py``).
 8. The API server's census per pod (``control_plane_metrics``): its requests by verb and
    resource, and the watch events it sent, by resource.
 
@@ -51,7 +54,8 @@ Method (one run measures both, side by side, so machine noise hits both alike):
 ``GpuAssigned`` events while binds keep coming; the shipped default is 20). After every burst
 with the extender, the run waits for the events the pace held back and prints how many were
 written, how late the last one was, and what writing them cost every process per pod (CPU
-spent after the burst, not inside its measured window).
+spent after the burst, not inside its measured window), and how many of the pods' placement
+events carry the explanation (every one should).
 
 ``--tls`` runs every extender mode as the chart's ``extender-service`` mode calls it: the
 extender serves HTTPS (an ECDSA P-256 certificate from a CA made for the run) and
@@ -467,6 +471,35 @@ def _cpu_by_process(roots: dict[str, int]) -> dict[str, float]:
     return out
 
 
+def _switches(root: int | None) -> tuple[int, int, int, int]:
+    """Context switches of every thread of ``root`` and what it forked: (voluntary,
+    involuntary, and the same of the threads whose id is their process's: a gunicorn
+    worker's main thread, the one that answers filter inline)."""
+    totals = [0, 0, 0, 0]
+    if root is None:
+        return (0, 0, 0, 0)
+    for pid in _subtree(root, _children()):
+        try:
+            tasks = list(Path(f"/proc/{pid}/task").iterdir())
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                status = (task / "status").read_text()
+            except OSError:
+                continue
+            counts = dict(line.split(":\t", 1) for line in status.splitlines()
+                          if line.endswith(tuple("0123456789")) and "ctxt_switches" in line)
+            pair = (int(counts.get("voluntary_ctxt_switches", 0)),
+                    int(counts.get("nonvoluntary_ctxt_switches", 0)))
+            totals[0] += pair[0]
+            totals[1] += pair[1]
+            if task.name == str(pid):
+                totals[2] += pair[0]
+                totals[3] += pair[1]
+    return (totals[0], totals[1], totals[2], totals[3])
+
+
 def _roots(cluster: LocalCluster, scheduler: ManagedProcess | None) -> dict[str, int]:
     """The control plane's processes are children of this one; named by their command."""
     roots = {"kube-scheduler": scheduler.pid} if scheduler is not None else {}
@@ -552,6 +585,7 @@ def _run(mode: str, nodes: int, pods: int, timeout_s: float, profile: Path | Non
         spy: subprocess.Popen[bytes] | None = None
         pprofs: list[threading.Thread] = []
         cpu_first: tuple[int, dict[str, float], float] | None = None
+        switches_first = switches_last = (0, (0, 0, 0, 0))
         cpu_last: tuple[int, dict[str, float], float] | None = None
         creator: PacedCreator | None = None
         try:
@@ -564,6 +598,7 @@ def _run(mode: str, nodes: int, pods: int, timeout_s: float, profile: Path | Non
                 bound = len(clock.stamps)
                 if cpu_first is None and bound >= pods // 20:
                     cpu_first = (bound, _cpu_by_process(roots), time.monotonic())
+                    switches_first = (bound, _switches(roots.get("extender")))
                     if profile is not None and with_extender:
                         spy = _start_profiler(cluster, profile, f"{mode}-{nodes}")
                     if apiserver_profile is not None:
@@ -578,6 +613,7 @@ def _run(mode: str, nodes: int, pods: int, timeout_s: float, profile: Path | Non
                         pprof.start()
                 if bound <= pods - pods // 20:
                     cpu_last = (bound, _cpu_by_process(roots), time.monotonic())
+                    switches_last = (bound, _switches(roots.get("extender")))
                 time.sleep(0.1)
             print(f"nodes={nodes:5d} mode={mode:8s} {scheduler_line(port)}", flush=True)
         finally:
@@ -616,6 +652,13 @@ def _run(mode: str, nodes: int, pods: int, timeout_s: float, profile: Path | Non
                        for name, seconds in _thread_cpu(metrics).items()}
         control = ControlPlaneMetrics.scrape(cluster)
         delta = control.since(control_before) if control else None
+        done_switching = switches_last[0] - switches_first[0]
+        if with_extender and done_switching > 0:
+            per_pod = [(last - first) / done_switching for first, last
+                       in zip(switches_first[1], switches_last[1], strict=True)]
+            print(f"nodes={nodes:5d} mode={mode:8s} extender context switches per pod: "
+                  f"voluntary {per_pod[0]:.1f}, involuntary {per_pod[1]:.1f} (the workers' "
+                  f"main threads: {per_pod[2]:.1f}, {per_pod[3]:.1f})", flush=True)
         if with_extender and stamps:  # after every figure of the burst is read
             _events_after_burst(cluster, mode, nodes, len(stamps), stamps[-1], context=context)
         print(f"nodes={nodes:5d} mode={mode:8s} " + (

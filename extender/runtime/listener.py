@@ -29,6 +29,7 @@ from typing import Any
 
 import orjson
 
+from extender.runtime.background import yield_on_wakeup
 from extender.runtime.command import DEFAULT_HEAD_TIMEOUT_S, flag_error
 
 Answer = tuple[int, bytes, str]
@@ -95,6 +96,11 @@ class _Server(ThreadingHTTPServer):
         """Connections whose head is being read -> their deadline (the reaper's list)."""
         self.heads_lock = threading.Lock()
         super().__init__(address, handler)
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        # a probe or a scrape can wait a moment; the serving thread cannot (runtime.background)
+        yield_on_wakeup()
+        super().process_request_thread(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):

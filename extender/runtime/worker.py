@@ -46,6 +46,7 @@ import selectors
 import socket
 import ssl
 import time
+from concurrent import futures
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -54,6 +55,7 @@ from gunicorn import http
 from gunicorn import sock as gunicorn_sock
 from gunicorn.workers.gthread import STOP_KEEPALIVE_LINGER, TConn, ThreadWorker
 
+from extender.runtime.background import yield_on_wakeup
 from extender.runtime.command import DEFAULT_HEAD_TIMEOUT_S
 from extender.runtime.direct import (
     DirectRequest,
@@ -112,6 +114,13 @@ class HeadDeadlineWorker(ThreadWorker):  # type: ignore[misc]
         """Direct requests whose body is being read; deadline order as ``_heads``."""
         self._stop_by: float | None = None
         self._direct: dict[bytes, DirectRoute] = {}
+
+    def get_thread_pool(self) -> futures.ThreadPoolExecutor:
+        """gunicorn's pool, whose threads never preempt the event loop on waking
+        (``runtime.background``): the loop answers the inline routes, the pool what can wait
+        a moment (bind, gunicorn's own requests)."""
+        return futures.ThreadPoolExecutor(max_workers=self.cfg.threads,
+                                          initializer=yield_on_wakeup)
 
     def run(self) -> None:
         # the app is loaded by now (init_process); the access log needs gunicorn's request

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from extender.runtime.background import background_threads_yield
 from extender.runtime.certificates import CertificateExpiry
 from extender.runtime.command import DEFAULT_HEAD_TIMEOUT_S
 from extender.runtime.gunicorn import GunicornApp
@@ -51,6 +52,9 @@ class ExtenderWorker:
         if self._monitoring is not None:
             # serving from the start, so probes see readiness flip when the first sync lands
             self._monitoring.start()
+        # this thread answers filter and prioritize: the service's own threads (watches,
+        # event writer, publishers, listener) never preempt it on waking
+        background_threads_yield()
         return create_app(service, debug_endpoints=self._debug_endpoints, limits=self._limits)
 
     def stop(self) -> None:
