@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -31,8 +32,8 @@ def online_service(platform: Platform, api: FakeApiServer, *,
     threads: tests feed events to ``service.applier`` themselves). ``facts``: the exact
     cut's, listed from the same objects (no services); ``event_queue``: where its events go
     (not started here: a test pumps it)."""
-    service = ExtenderService(platform, api, facts=facts, event_queue=event_queue,
-                              **({"clock": clock} if clock else {}))
+    service = ExtenderService(platform, api, clock=clock or time.monotonic, facts=facts,
+                              event_queue=event_queue)
     nodes, pods = api.list_objects("nodes").items, api.list_objects("pods").items
     service.applier.replace_nodes(nodes)
     service.applier.replace_pods(pods)
