@@ -18,18 +18,20 @@ field         written by   valid while
                            prioritize may hold GPUs for it (``scheduling/holds.py``)
 ``cut``       filter       the next prioritize (which takes it): filter's scoring of every
                            feasible node when the exact cut judged the pod (``cut.py``)
-``settle``    bind         until it has run: what must read ``scores`` and ``scored_on``
-                           before the table lets them go (the bind's explanation, composed
-                           later in the event writer: ``explain.Announcer``)
 ============  ===========  ================================================================
+
+``explanation`` (written by bind, or by the announcer when the table lets a held cycle's
+scoring go) is the breakdown of the pod's node, computed at most once from ``scores`` and
+``scored_on`` (``explain.Announcer``).
 
 The inventory, not the cycle, is where a hold takes effect (other pods' cycles must see it):
 ``held`` records what this cycle assumed; bind reads the inventory's holding.
 
 ``CycleTable`` keeps the cycles by UID (an LRU of ``capacity``); fit and scores are arrays over
-the candidate nodes, so only the ``heavy_capacity`` most recent cycles keep them. A cycle that
-loses them runs its ``settle`` first: during a burst the event writer may compose a bind's
-explanation dozens of pods later, and it must read the scoring the pod was placed by.
+the candidate nodes, so only the ``heavy_capacity`` most recent cycles keep them. Before a
+cycle loses them the table calls ``on_let_go``: the event writer may compose a bind's
+explanation dozens of pods after the bind, and kube-scheduler may bind a pod dozens of filters
+after its own, and either must read the scoring the pod was placed by.
 """
 
 from __future__ import annotations
@@ -95,26 +97,30 @@ class PodCycle:
     held: Assignment | None = None
     passed: bool = False
     cut: CutMemo | None = None
-    settle: Callable[[], None] | None = None
+    explanation: Explanation | None = None
 
-    def drop_scoring(self) -> None:
-        """Let the fit and scores go (``settle`` runs first, once; it never raises)."""
-        settle, self.settle = self.settle, None
-        if settle is not None:
-            settle()
-        self.fit = None
-        self.scores = None
-        self.scored_on = None
-        self.cut = None
+
+class Explanation(Protocol):
+    """Why a bound pod went to its node, computed at most once (``explain._Breakdown``)."""
+
+    @property
+    def node(self) -> str: ...
+
+    def settle(self) -> None:
+        """Compute it now, while the cycle's scoring is there (idempotent; never raises)."""
 
 
 class CycleTable:
     def __init__(self, platform: Platform, *, capacity: int = 4096, heavy_capacity: int = 16,
                  on_new_pod: Callable[[Mapping[str, Any]], None] | None = None,
-                 nodes: Callable[[], Mapping[str, NodeInfo]] | None = None) -> None:
+                 nodes: Callable[[], Mapping[str, NodeInfo]] | None = None,
+                 on_let_go: Callable[[PodCycle], None] | None = None) -> None:
         """``on_new_pod``: called with the pod object the first time its UID is seen (the
         offline cluster admits it, so bind can find it). ``nodes``: the inventory's current
-        node map, for pods typed by their node selection (``None``: no selection typing)."""
+        node map, for pods typed by their node selection (``None``: no selection typing).
+        ``on_let_go``: called with a cycle about to lose its fit and scores (outside the
+        table's lock; it must not raise)."""
+        self._on_let_go = on_let_go
         self._platform = platform
         self._nodes = nodes
         self._capacity = capacity
@@ -165,8 +171,8 @@ class CycleTable:
             return cycle
         pod = retyped(self._platform, cycle.pod, self._nodes())
         if pod is not cycle.pod:
-            cycle.drop_scoring()
-            cycle.pod = pod
+            self._let_go(cycle)
+            cycle.pod, cycle.explanation = pod, None
         return cycle
 
     def get(self, uid: str) -> PodCycle | None:
@@ -175,10 +181,10 @@ class CycleTable:
 
     def remember_fit(self, cycle: PodCycle, memo: FitMemo) -> None:
         """Store a fit on ``cycle``; the least recent heavy cycle beyond ``heavy_capacity``
-        drops its fit and scores (``PodCycle.drop_scoring``: its ``settle`` first, outside the
-        table's lock)."""
-        if cycle.settle is not None:  # scored and bound, now judged again: settle the old
-            cycle.drop_scoring()
+        drops its fit and scores (``on_let_go`` first, outside the table's lock)."""
+        if cycle.explanation is not None:  # judged again: the last scoring's explanation
+            self._let_go(cycle)            # is settled, and the next starts afresh
+            cycle.explanation = None
         cycle.fit = memo
         cycle.scores = None
         cycle.scored_on = None
@@ -189,7 +195,15 @@ class CycleTable:
             while len(self._heavy) > self._heavy_capacity:
                 evicted.append(self._heavy.popitem(last=False)[1])
         for old in evicted:
-            old.drop_scoring()
+            self._let_go(old)
+
+    def _let_go(self, cycle: PodCycle) -> None:
+        if self._on_let_go is not None:
+            self._on_let_go(cycle)
+        cycle.fit = None
+        cycle.scores = None
+        cycle.scored_on = None
+        cycle.cut = None
 
 
 class HoldEvents(Protocol):

@@ -233,6 +233,10 @@ class _Breakdown:
         self._lock = threading.Lock()
         self._value: PlacementBreakdown | None = None
 
+    @property
+    def node(self) -> str:
+        return self._node
+
     def settle(self) -> None:
         self.get()
 
@@ -257,8 +261,9 @@ class Announcer:
     computed where the event is written (online: the event queue's thread, off the bind
     path; the snapshot and the scores it reads are immutable). The breakdown reads the
     cycle's scoring, which the cycle table lets go once ``heavy_capacity`` newer cycles have
-    scored: a writer that far behind (a burst) finds it computed already, by the cycle's
-    ``settle`` (``_Breakdown``)."""
+    scored (``let_go``): a writer that far behind, or a bind that comes that late after its
+    pod's filter (a burst), finds it computed already (``_Breakdown``, the cycle's
+    ``explanation``)."""
 
     def __init__(self, scorer: Scorer, records: PlacementRecords,
                  notify: Callable[[PodKey, str, Callable[[], str]], None]) -> None:
@@ -266,12 +271,38 @@ class Announcer:
         self._strategy = type(scorer.strategy).NAME
         self.records = records
         self._notify = notify
+        self._lock = threading.Lock()
+        """A leaf: a cycle's ``explanation`` read and replaced as one step (bind and the
+        table's let-go run on different threads)."""
 
     def __call__(self, cycle: PodCycle, key: PodKey, node: str,
                  assignment: Assignment | None, chosen_on: ClusterSnapshot | None) -> None:
-        pending = _Breakdown(lambda: self.breakdown_of(cycle, node, chosen_on), key, node)
-        cycle.settle = pending.settle
+        with self._lock:  # the table may be letting this cycle go on the filter's thread
+            pending = cycle.explanation
+            if not isinstance(pending, _Breakdown) or pending.node != node or \
+                    chosen_on is not None:  # not the held node's, or chosen afresh at bind
+                pending = self._explanation(cycle, node, chosen_on)
         self._notify(key, EVENT_REASON, lambda: self.compose(pending, key, node, assignment))
+
+    def let_go(self, cycle: PodCycle) -> None:
+        """The cycle table is letting ``cycle``'s scoring go (``CycleTable(on_let_go=...)``):
+        settle its bind's breakdown now, and for a cycle that holds GPUs and is not bound yet,
+        the breakdown of the held node, which its bind will take."""
+        with self._lock:
+            pending = cycle.explanation
+            held = cycle.held
+            if pending is None and held is not None:
+                pending = self._explanation(cycle, held.node, None)
+        if pending is not None:
+            pending.settle()
+
+    def _explanation(self, cycle: PodCycle, node: str, chosen_on: ClusterSnapshot | None
+                     ) -> _Breakdown:
+        """A new breakdown of ``node`` for ``cycle``, kept on it; under ``_lock``."""
+        pending = _Breakdown(lambda: self.breakdown_of(cycle, node, chosen_on),
+                             cycle.pod.key, node)
+        cycle.explanation = pending
+        return pending
 
     def compose(self, pending: _Breakdown, key: PodKey, node: str,
                 assignment: Assignment | None) -> str:

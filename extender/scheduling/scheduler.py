@@ -102,14 +102,15 @@ class Scheduler:
         (``None``: offline, no DRA)."""
         self.inventory = inventory
         self._ttl = reservation_ttl
-        self.cycles = CycleTable(platform, on_new_pod=on_new_pod,
-                                 nodes=lambda: inventory.snapshot().nodes)
-        self.evaluator = Evaluator(platform, self.cycles, check_cpu_memory=check_cpu_memory)
         self.scorer = Scorer(platform.strategy(workload=workload),
                              on_failure=events.strategy_failure,
                              score_ahead=platform.config.scoring.score_ahead)
-        self.placed = PlacedPods(workload)
         self.announcer = Announcer(self.scorer, PlacementRecords(), binder.notify)
+        self.cycles = CycleTable(platform, on_new_pod=on_new_pod,
+                                 nodes=lambda: inventory.snapshot().nodes,
+                                 on_let_go=self.announcer.let_go)
+        self.evaluator = Evaluator(platform, self.cycles, check_cpu_memory=check_cpu_memory)
+        self.placed = PlacedPods(workload)
         expiry = Expiry(inventory, events, clock)
         self.filter = Filter(inventory, self.cycles, self.evaluator, expiry, events)
         self.prioritize = Prioritize(inventory, self.cycles, self.evaluator, expiry,

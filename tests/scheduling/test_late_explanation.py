@@ -1,8 +1,9 @@
-"""A bind's explanation composed late: during a burst the event writer may compose a pod's
-Normal event dozens of binds after it, when the cycle table has let that pod's scoring go
+"""A bind's explanation composed late, or a bind that comes late: during a burst the event
+writer may compose a pod's Normal event dozens of binds after it, and kube-scheduler may bind a
+pod dozens of filters after its own; by then the cycle table has let that pod's scoring go
 (only ``heavy_capacity`` cycles keep it). The event must still say why, exactly as an event
-composed at once does, and ``/debug/explain`` must keep the breakdown (``PodCycle.settle``,
-``explain.Announcer``)."""
+composed at once does, and ``/debug/explain`` must keep the breakdown (``CycleTable``'s
+``on_let_go``, ``explain.Announcer``)."""
 
 from __future__ import annotations
 
@@ -38,25 +39,40 @@ def _service(platform: Platform, *, cut: bool, queued: bool
     return service, api, queue
 
 
-def _burst(service: ExtenderService, api: FakeApiServer) -> None:
-    """Every replica through filter, the work after the answer, prioritize when more than
-    one node is answered, and bind to the best, as kube-scheduler and the worker drive
-    them."""
+def _decide(service: ExtenderService, api: FakeApiServer, i: int) -> str:
+    """Replica ``i`` through filter, the work after the answer, and prioritize when more
+    than one node is answered, as kube-scheduler and the worker drive them: its best node."""
     verbs = service.verbs
+    pod = api.get_pod("ml", f"r{i}")
+    order = NODES[i % len(NODES):] + NODES[:i % len(NODES)]
+    names = verbs.filter(ExtenderArgs(Pod=pod, Nodes=None, NodeNames=order)
+                         ).document()["NodeNames"]
+    verbs.warm_next()
+    if len(names) == 1:
+        return str(names[0])
+    scores = verbs.prioritize(ExtenderArgs(Pod=pod, Nodes=None, NodeNames=names)).document()
+    verbs.warm_next()
+    return str(max(scores, key=lambda p: (p["Score"], p["Host"]))["Host"])
+
+
+def _bind(service: ExtenderService, i: int, node: str) -> None:
+    assert service.verbs.bind({"PodName": f"r{i}", "PodNamespace": "ml", "PodUID": f"uid-r{i}",
+                               "Node": node}).document() == {"Error": ""}
+
+
+def _burst(service: ExtenderService, api: FakeApiServer, *, late: int | None = None) -> None:
+    """Every replica decided and bound in turn; ``late``: that replica's bind comes only
+    after every other one's."""
+    held = None
     for i in range(REPLICAS):
-        pod = api.get_pod("ml", f"r{i}")
-        order = NODES[i % len(NODES):] + NODES[:i % len(NODES)]
-        names = verbs.filter(ExtenderArgs(Pod=pod, Nodes=None, NodeNames=order)
-                             ).document()["NodeNames"]
-        verbs.warm_next()
-        best = names[0]
-        if len(names) > 1:
-            scores = verbs.prioritize(ExtenderArgs(Pod=pod, Nodes=None, NodeNames=names)
-                                      ).document()
-            verbs.warm_next()
-            best = max(scores, key=lambda p: (p["Score"], p["Host"]))["Host"]
-        assert verbs.bind({"PodName": f"r{i}", "PodNamespace": "ml", "PodUID": f"uid-r{i}",
-                           "Node": best}).document() == {"Error": ""}
+        node = _decide(service, api, i)
+        if i == late:
+            held = node
+        else:
+            _bind(service, i, node)
+    if late is not None:
+        assert held is not None
+        _bind(service, late, held)
 
 
 def _placements(api: FakeApiServer) -> dict[str, str]:
@@ -65,21 +81,25 @@ def _placements(api: FakeApiServer) -> dict[str, str]:
             if event["reason"] == "GpuAssigned"}
 
 
+@pytest.mark.parametrize("late", ["composed", "bound"])
 @pytest.mark.parametrize("cut", [True, False], ids=["exact-cut", "prioritize"])
-def test_an_event_composed_after_the_burst_explains_as_one_composed_at_once(
-        platform: Platform, cut: bool) -> None:
+def test_a_late_event_or_a_late_bind_explains_as_one_at_once(platform: Platform, cut: bool,
+                                                              late: str) -> None:
     at_once, at_once_api, _ = _service(platform, cut=cut, queued=False)
     _burst(at_once, at_once_api)
-    late, late_api, queue = _service(platform, cut=cut, queued=True)
-    _burst(late, late_api)
-    assert queue is not None and late_api.events == []  # nothing composed yet
-    queue.pump(force=True)
+    # composed: every event only after the whole burst; bound: the first pod's bind after
+    # the 39 others' (either way more than 16 cycles later)
+    service, api, queue = _service(platform, cut=cut, queued=late == "composed")
+    _burst(service, api, late=0 if late == "bound" else None)
+    if queue is not None:
+        assert api.events == []  # nothing composed yet
+        queue.pump(force=True)
     expected = _placements(at_once_api)
     assert len(expected) == REPLICAS
     # every message gives the reason after the node ("...on node t4-3: packs ...")
     assert all(": " in message for message in expected.values()), expected
-    assert _placements(late_api) == expected
-    records = late.scheduler.announcer.records
+    assert _placements(api) == expected
+    records = service.scheduler.announcer.records
     for i in range(REPLICAS):
         kept: Any = records.get(f"uid-r{i}")
         assert kept is not None and kept.chosen.node in NODES
