@@ -476,27 +476,24 @@ def _switches(root: int | None) -> tuple[int, int, int, int]:
     involuntary, and the same of the threads whose id is their process's: a gunicorn
     worker's main thread, the one that answers filter inline)."""
     totals = [0, 0, 0, 0]
-    if root is None:
-        return (0, 0, 0, 0)
-    for pid in _subtree(root, _children()):
+    for pid in _subtree(root, _children()) if root is not None else []:
         try:
             tasks = list(Path(f"/proc/{pid}/task").iterdir())
         except OSError:
             continue
         for task in tasks:
             try:
-                status = (task / "status").read_text()
+                fields = dict(line.partition(":")[::2]
+                              for line in (task / "status").read_text().splitlines())
             except OSError:
                 continue
-            counts = dict(line.split(":\t", 1) for line in status.splitlines()
-                          if line.endswith(tuple("0123456789")) and "ctxt_switches" in line)
-            pair = (int(counts.get("voluntary_ctxt_switches", 0)),
-                    int(counts.get("nonvoluntary_ctxt_switches", 0)))
-            totals[0] += pair[0]
-            totals[1] += pair[1]
-            if task.name == str(pid):
-                totals[2] += pair[0]
-                totals[3] += pair[1]
+            voluntary = int(fields.get("voluntary_ctxt_switches", 0))
+            involuntary = int(fields.get("nonvoluntary_ctxt_switches", 0))
+            totals[0] += voluntary
+            totals[1] += involuntary
+            if task.name == str(pid):  # the process's main thread
+                totals[2] += voluntary
+                totals[3] += involuntary
     return (totals[0], totals[1], totals[2], totals[3])
 
 

@@ -101,7 +101,8 @@ class PodCycle:
 
 
 class Explanation(Protocol):
-    """Why a bound pod went to its node, computed at most once (``explain._Breakdown``)."""
+    """Why a pod goes to ``node`` (the node it was bound to, or holds GPUs on), computed at
+    most once (``explain._Breakdown``)."""
 
     @property
     def node(self) -> str: ...

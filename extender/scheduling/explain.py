@@ -220,9 +220,10 @@ class PlacementRecords:
 
 
 class _Breakdown:
-    """One bind's breakdown, computed once: where its event is composed, or earlier, when the
-    cycle table lets the cycle's scoring go before that (``settle``); either thread may come
-    first, the other reads the same result. Never raises: an explanation must never cost a
+    """One placement's breakdown of ``node``, computed once: where its event is composed, or
+    earlier, when the cycle table lets the cycle's scoring go before that (``settle``: a bound
+    cycle's, or a held one's whose bind has not come yet); either thread may come first, the
+    other reads the same result. Never raises: an explanation must never cost a
     placement (a failure is logged, and the event says where the GPUs are without why)."""
 
     def __init__(self, compute: Callable[[], PlacementBreakdown | None], key: PodKey,
