@@ -70,6 +70,8 @@ class Inventory:
         self._rows_used = 0
         self._columns = Columns(64, gpu_slots)
         self._names: list[str] = []
+        self._names_changed = False
+        """A node came or went since the last snapshot (its ``node_names`` must be rebuilt)."""
         self._index: dict[str, int] = {}
         self._nodes: dict[str, NodeInfo] = {}
         self._slot_of: dict[str, dict[int, int]] = {}  # node -> physical index -> slot
@@ -152,6 +154,7 @@ class Inventory:
             self._names.append("")
         self._names[row] = name
         self._index[name] = row
+        self._names_changed = True
         return row
 
     def _write_row(self, arrays: Arrays, row: int, info: NodeInfo) -> None:
@@ -185,6 +188,7 @@ class Inventory:
             del self._nodes[name]
             self._slot_of.pop(name, None)
             self._names[row] = ""
+            self._names_changed = True
             self._free_rows.append(row)
             self._touch(row)
             return True
@@ -370,12 +374,16 @@ class Inventory:
                 views[name] = view
             previous = self._snapshot
             if previous is not None and MAPS in self._columns.shared:
-                # no node came or went since: the names and layouts are the same
+                # no node was written since: the names and layouts are the same
                 names, layouts = previous.node_names, previous.layouts
             else:
-                names = tuple(self._names[:n])
                 layouts = self._layouts.table.copy()
                 layouts.flags.writeable = False
+                if previous is not None and not self._names_changed:
+                    names = previous.node_names  # a node changed, none came or went
+                else:
+                    names = tuple(self._names[:n])
+                    self._names_changed = False
             self._columns.share_all()
             self._snapshot = ClusterSnapshot(
                 generation=self._generation,

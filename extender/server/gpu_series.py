@@ -79,8 +79,8 @@ class GpuSeries:
         n, version = snapshot.n_nodes, snapshot.node_version
         names = snapshot.node_names
         if len(self._rows) != n or (self._names is not names and self._names != names):
-            # nodes came or went: rows may hold other nodes, render every one (an update of a
-            # node makes a new, equal name tuple: its row's version says it changed)
+            # nodes came or went: rows may hold other nodes, render every one (a node gone
+            # and back in its row makes a new, equal name tuple: its row's version says so)
             self._rows = [_NOTHING] * n
             stale = np.arange(n)
         else:

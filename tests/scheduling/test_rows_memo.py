@@ -10,11 +10,16 @@ from extender.sync.apply import InventoryApplier
 from tests.sync.clusters import l4_node
 
 
-def test_equal_names_on_the_same_node_set_are_mapped_once(platform: Platform) -> None:
+def _cluster(platform: Platform, *names: str, gpus: int) -> tuple[Inventory, InventoryApplier]:
     inventory = Inventory(platform.catalog)
     applier = InventoryApplier(platform, inventory)
-    for name in ("n1", "n2", "n3"):
-        applier.node_event("ADDED", l4_node(name, gpus=2))
+    for name in names:
+        applier.node_event("ADDED", l4_node(name, gpus=gpus))
+    return inventory, applier
+
+
+def test_equal_names_on_the_same_node_set_are_mapped_once(platform: Platform) -> None:
+    inventory, applier = _cluster(platform, "n1", "n2", "n3", gpus=2)
     memo = RowsMemo()
     snapshot = inventory.snapshot()
     first = memo.rows(snapshot, ["n3", "n1", "gone"])
@@ -38,11 +43,30 @@ def test_equal_names_on_the_same_node_set_are_mapped_once(platform: Platform) ->
 def test_every_length_of_list_maps_as_the_index_says(platform: Platform) -> None:
     # itemgetter answers a bare value for one name and needs at least one: both lengths,
     # and a list with an unknown name, take the other path; the rows are the same
-    inventory = Inventory(platform.catalog)
-    applier = InventoryApplier(platform, inventory)
-    for name in ("n1", "n2"):
-        applier.node_event("ADDED", l4_node(name, gpus=2))
+    inventory, _ = _cluster(platform, "n1", "n2", gpus=2)
     snapshot = inventory.snapshot()
     for names, rows in (([], []), (["n2"], [1]), (["gone"], [-1]), (["n2", "n1"], [1, 0]),
                         (["n2", "gone", "n1"], [1, -1, 0])):
         assert RowsMemo().rows(snapshot, names).tolist() == rows, names
+
+
+def test_a_node_that_changes_keeps_the_mapping(platform: Platform) -> None:
+    # A node's update (here it loses two GPUs) keeps every node's row, so the snapshot keeps
+    # its node-name tuple and the memo answers the next filter's equal list without mapping
+    # it again: during a burst the watch applies node updates between filters.
+    inventory, applier = _cluster(platform, "n1", "n2", "n3", gpus=4)
+    memo = RowsMemo()
+    before = inventory.snapshot()
+    first = memo.rows(before, ["n3", "n1"])
+    applier.node_event("MODIFIED", l4_node("n1", gpus=2))
+    after = inventory.snapshot()
+    assert after.generation > before.generation
+    assert int((after.gpu_type[0] >= 0).sum()) == 2  # the change is there
+    assert after.node_names is before.node_names
+    assert memo.rows(after, ["n3", "n1"]) is first and memo.hits == 1
+    # a node comes: rows may move, so a new tuple and a new mapping
+    applier.node_event("ADDED", l4_node("n4"))
+    grown = inventory.snapshot()
+    assert grown.node_names is not before.node_names
+    assert memo.rows(grown, ["n4", "n1"]).tolist() == [3, 0] and memo.hits == 1
+

@@ -82,15 +82,25 @@ def test_the_series_are_the_reference_bytes_and_a_change_renders_only_its_row(
     after = series.exposition(changed)
     assert after == reference(changed) and after != first
     assert series.rows_rendered == snapshot.n_nodes + 1
-    # a node updated (a new name tuple, equal): its row alone is rendered again
+    # a node updated (the same name tuple): its row alone is rendered again
     info = changed.nodes["gpu-l4-0"]
     inventory.upsert_node(dataclasses.replace(info, gpus=tuple(
         dataclasses.replace(gpu, uuid=f"GPU-{gpu.index:04d}") for gpu in info.gpus)))
     updated = inventory.snapshot()
-    assert updated.node_names is not changed.node_names
+    assert updated.node_names is changed.node_names
     text = series.exposition(updated)
     assert text == reference(updated) and 'UUID="GPU-0003"' in text.decode()
     assert series.rows_rendered == snapshot.n_nodes + 2
+    # a node gone and back in its row between two scrapes (a new name tuple, equal): its row
+    # alone again
+    assert inventory.remove_node("gpu-l4-0")
+    inventory.upsert_node(info)
+    returned = inventory.snapshot()
+    assert returned.node_names is not updated.node_names
+    assert returned.node_names == updated.node_names
+    text = series.exposition(returned)
+    assert text == reference(returned) and 'UUID="GPU-0003"' not in text.decode()
+    assert series.rows_rendered == snapshot.n_nodes + 3
     # a node gone: the rows may hold other nodes now, all are rendered again
     assert inventory.remove_node("gpu-t4-1")
     smaller = inventory.snapshot()
