@@ -45,7 +45,7 @@ def create_app(service: ExtenderService, *, debug_endpoints: bool = True,
     verbs = service.verbs
     metrics = service.metrics
     routes = VerbRoutes(app.wsgi_app, [
-        VerbRoute("filter", decode_extender_args, verbs.filter,
+        VerbRoute("filter", verbs.filter_args, verbs.filter,
                   lambda args, message: encode_document(filter_error(args, message)),
                   metrics=metrics, limits=limits, inline=True, after=verbs.warm_next),
         VerbRoute("prioritize", decode_extender_args, verbs.prioritize,

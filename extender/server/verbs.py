@@ -38,6 +38,7 @@ from extender.server.wire import (
     ExtenderArgs,
     ExtenderBindingArgs,
     ExtenderBindingResult,
+    FilterArgsDecoder,
     filter_error,
     filter_result,
     node_names,
@@ -53,6 +54,8 @@ class SchedulingVerbs:
         self.scheduler = scheduler
         self._metrics = metrics
         self._messages = ReasonMessages(platform.catalog)
+        self.filter_args = FilterArgsDecoder()
+        """Decodes filter's bodies (kept here for its counter, ``node_lists_reused``)."""
 
     @property
     def fit_cache_hits(self) -> int:
