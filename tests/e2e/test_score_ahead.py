@@ -1,7 +1,9 @@
 """Scores computed ahead under the real kube-scheduler (``scheduling/speculation.py``): a
 burst of one request released at once lands exactly as with ``scoring.scoreAhead: false``,
 while with it on (the default) the filters take the scores computed after the previous answer
-(``gpu_extender_scores_taken_ahead_total``) and with it off none is computed."""
+(``gpu_extender_scores_taken_ahead_total``) and with it off none is computed. The same burst
+shows kube-scheduler's bodies ending with a node list filter parses once while it repeats
+(``gpu_extender_node_lists_reused_total``)."""
 
 from __future__ import annotations
 
@@ -22,7 +24,8 @@ FLEET = {  # node -> (GPUs, product label); T4 0.53 $/h < L4 0.80 $/h
     "l4-a": (8, "NVIDIA-L4"), "l4-b": (8, "NVIDIA-L4"),
 }
 PODS = 30  # 30 of the 36 GPUs: every pod fits, the L4s only once the T4s are full
-_COUNTER = re.compile(rb"^gpu_extender_(scores_\w+)_total ([0-9.e+-]+)$", re.MULTILINE)
+_COUNTER = re.compile(rb"^gpu_extender_(scores_\w+|node_lists_reused)_total ([0-9.e+-]+)$",
+                      re.MULTILINE)
 
 
 def _counters(cluster: LocalCluster) -> dict[str, float]:
@@ -65,3 +68,6 @@ def test_a_burst_lands_as_without_scores_ahead(controlplane_binaries: object,
     assert on_counters["scores_taken_ahead"] > 0
     assert on_counters["scores_ahead"] >= on_counters["scores_taken_ahead"]
     assert off_counters["scores_ahead"] == off_counters["scores_taken_ahead"] == 0
+    # kube-scheduler's own encoding ends each body with its node list, and the list repeats
+    # until a node fills: filter parsed only the pod of those bodies (server/wire.py)
+    assert on_counters["node_lists_reused"] > 0
