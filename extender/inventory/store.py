@@ -297,12 +297,14 @@ class Inventory:
             return True
 
     def expire(self) -> list[PodKey]:
-        """Release reservations whose TTL passed (no bind came). Returns the pods released."""
+        """Release reservations whose TTL passed (no bind came). Returns the pods released.
+        O(the holds with a TTL), not O(every pod held): the bound and observed pods, which
+        are most of them, are never looked at (this runs under the lock every
+        ``scheduling.expiry.EXPIRE_EVERY`` while the watches and binds wait for it)."""
         with self._lock:
             now = self._clock()
-            expired = [h for h in self._holdings.values()
-                       if h.state is HoldingState.ASSUMED and h.expires_at is not None
-                       and h.expires_at <= now]
+            expired = [h for h in map(self._holdings.__getitem__, self._tentative)
+                       if h.expires_at is not None and h.expires_at <= now]
             for holding in expired:
                 self._replace(holding.key.uid, None, strict=False, report=ApplyReport())
             return [h.key for h in expired]

@@ -1,8 +1,9 @@
 """Holds whose TTL passed: released at the start of filter and prioritize, at most every
 ``EXPIRE_EVERY`` seconds.
 
-``Inventory.expire`` scans every holding, so it does not run on every call: a hold outlives its
-TTL by ``EXPIRE_EVERY`` at most, instead of costing O(pods) on every call.
+``Inventory.expire`` looks only at the holds that have a TTL (the hold budget keeps them few),
+but it takes the inventory's lock, which the watches and binds wait for: so it does not run on
+every call, and a hold outlives its TTL by ``EXPIRE_EVERY`` at most.
 """
 
 from __future__ import annotations
