@@ -32,6 +32,7 @@ from extender.scheduling.prioritize import Scorer
 _log = logging.getLogger(__name__)
 
 EVENT_REASON = "GpuAssigned"
+ANNOUNCED_KEPT = 1024
 
 ExplainRows = Callable[[ClusterSnapshot, PlacementRequest, FitResult, npt.NDArray[np.int64]],
                        list[NodeTerms] | None]
@@ -275,6 +276,10 @@ class Announcer:
         self._lock = threading.Lock()
         """A leaf: a cycle's ``explanation`` read and replaced as one step (bind and the
         table's let-go run on different threads)."""
+        self._announced: OrderedDict[str, _Breakdown] = OrderedDict()
+        """Bound pods' breakdowns whose event is not composed yet (the writer gathers a
+        burst's events): what ``recorded`` answers meanwhile. The last ``ANNOUNCED_KEPT``
+        (an event the full queue dropped is never composed)."""
 
     def __call__(self, cycle: PodCycle, key: PodKey, node: str,
                  assignment: Assignment | None, chosen_on: ClusterSnapshot | None) -> None:
@@ -283,7 +288,21 @@ class Announcer:
             if not isinstance(pending, _Breakdown) or pending.node != node or \
                     chosen_on is not None:  # not the held node's, or chosen afresh at bind
                 pending = self._explanation(cycle, node, chosen_on)
+            self._announced[key.uid] = pending
+            self._announced.move_to_end(key.uid)
+            while len(self._announced) > ANNOUNCED_KEPT:
+                self._announced.popitem(last=False)
         self._notify(key, EVENT_REASON, lambda: self.compose(pending, key, node, assignment))
+
+    def recorded(self, uid: str) -> PlacementBreakdown | None:
+        """The breakdown of a pod this process bound: kept for explain once its event is
+        composed, and before that the one its bind announced (computed now if need be)."""
+        kept = self.records.get(uid)
+        if kept is not None:
+            return kept
+        with self._lock:
+            pending = self._announced.get(uid)
+        return pending.get() if pending is not None else None
 
     def let_go(self, cycle: PodCycle) -> None:
         """The cycle table is letting ``cycle``'s scoring go (``CycleTable(on_let_go=...)``):
@@ -311,6 +330,9 @@ class Announcer:
         explained = pending.get()
         if explained is not None:
             self.records.put(key.uid, explained)
+        with self._lock:
+            if self._announced.get(key.uid) is pending:
+                del self._announced[key.uid]
         why = explained.reason() if explained is not None else None
         message = event_message(assignment, node, explained, why=why)
         fields: dict[str, Any] = {"pod": str(key), "uid": key.uid, "node": node,

@@ -190,7 +190,7 @@ class Scheduler:
             return None
         uid = cycle.pod.key.uid
         holding = self.inventory.holding(uid) if uid else None
-        recorded = self.announcer.records.get(uid) if uid else None
+        recorded = self.announcer.recorded(uid) if uid else None
         if holding is not None and holding.node == node and \
                 holding.state is not HoldingState.ASSUMED:
             return BoundPlacement(node, holding.assignment, "inventory", recorded)

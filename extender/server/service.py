@@ -197,7 +197,8 @@ class ExtenderService:
                          "events_dropped": float(queue.dropped),
                          "events_failed": float(queue.failed),
                          "events_unwritten": float(queue.unwritten),
-                         "events_deferred": float(queue.deferred)}
+                         "events_deferred": float(queue.deferred),
+                         "events_gathered": float(queue.gathered)}
         if self.sync is not None:
             for watcher in (self.sync.nodes, self.sync.pods, *self.sync.dra):
                 counters[f"{watcher.kind}_events_applied"] = float(watcher.events_applied)

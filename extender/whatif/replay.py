@@ -165,7 +165,7 @@ def place_one(service: ExtenderService, kube: KubeNodes, manifest: PodManifest) 
     catalog = snapshot.catalog
     price = float(catalog.price[catalog.index_of(assignment.type_id)]) \
         if assignment.type_id in {t.id for t in catalog.types} else 0.0
-    explained = scheduler.announcer.records.get(objects.uid(pod))
+    explained = scheduler.announcer.recorded(objects.uid(pod))
     return replace(base, node=node, gpus=assignment.gpu_indices, type_id=assignment.type_id,
                    gpu_equivalents=share, cost_per_hour=share * price,
                    why=explained.reason() if explained is not None else "",

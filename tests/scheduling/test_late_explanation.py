@@ -103,3 +103,30 @@ def test_a_late_event_or_a_late_bind_explains_as_one_at_once(platform: Platform,
     for i in range(REPLICAS):
         kept: Any = records.get(f"uid-r{i}")
         assert kept is not None and kept.chosen.node in NODES
+
+
+@pytest.mark.parametrize("cut", [True, False], ids=["exact-cut", "prioritize"])
+def test_explain_of_a_bound_pod_has_its_breakdown_before_the_event_is_composed(
+        platform: Platform, cut: bool) -> None:
+    # the writer gathers a burst's events before composing them (events.EventPacing.gather_s):
+    # until then explain answers the breakdown the bind announced, the one the event will
+    # carry
+    service, api, queue = _service(platform, cut=cut, queued=True)
+    assert queue is not None
+    _burst(service, api)
+    assert api.events == []  # nothing composed yet
+    announcer = service.scheduler.announcer
+    before = {}
+    for i in range(REPLICAS):
+        assert announcer.records.get(f"uid-r{i}") is None
+        early = announcer.recorded(f"uid-r{i}")
+        assert early is not None
+        before[i] = early.to_json()
+    report = service.verbs.explain(api.get_pod("ml", "r0"))
+    assert report["status"] == "bound"
+    assert report["placement"]["breakdown"] == before[0]
+    queue.pump(force=True)
+    for i in range(REPLICAS):
+        kept = announcer.records.get(f"uid-r{i}")
+        assert kept is not None and kept.to_json() == before[i]
+    assert announcer._announced == {}  # composed: nothing left pending

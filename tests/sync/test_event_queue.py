@@ -6,7 +6,9 @@ from __future__ import annotations
 import gc
 import logging
 import threading
+import time
 import weakref
+from collections.abc import Callable
 
 import pytest
 
@@ -298,3 +300,65 @@ def test_a_held_back_event_keeps_its_text_not_what_composed_it() -> None:
     clock.now += 1.0
     queue.pump()
     assert [e["message"] for e in api.events] == ["assigned 0", "assigned 1 (Snapshot)"]
+
+
+def _wait_until(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.005)
+
+
+def test_a_burst_s_placement_events_are_gathered_into_one_wake_up_and_a_lone_one_is_not(
+        ) -> None:
+    api = FakeApiServer()
+    gather_s = 0.3
+    queue = EventQueue(api, pacing=EventPacing(qps=1000.0, burst=100, idle_s=60.0,
+                                               gather_s=gather_s))
+    composed: dict[int, float] = {}
+
+    def placement(i: int) -> PendingEvent:
+        def compose() -> str:
+            composed[i] = time.monotonic()
+            return f"assigned {i}"
+        return PendingEvent(PodKey("ml", f"p{i}", f"uid-p{i}"), "GpuAssigned", "Normal",
+                            compose)
+
+    queue.start()
+    try:
+        queue.submit(placement(0))  # the first placement: no burst, composed at once
+        _wait_until(lambda: queue.written == 1)
+        assert queue.gathered == 0
+        # within idle_s (60 s) of the one before: a burst; the writer waits gather_s, then
+        # composes the three in the same wake-up
+        submitted = time.monotonic()
+        for i in (1, 2, 3):
+            queue.submit(placement(i))
+        assert queue.flush()
+    finally:
+        queue.stop()
+    assert queue.gathered == 1
+    assert composed[1] - submitted >= gather_s * 0.99  # Event.wait never returns early
+    assert sorted(e["message"] for e in api.events) == [f"assigned {i}" for i in range(4)]
+
+
+def test_no_pace_no_gather_and_stop_cuts_a_gather_short() -> None:
+    api = FakeApiServer()
+    unpaced = EventQueue(api, pacing=UNPACED)
+    unpaced.start()
+    for i in range(3):
+        unpaced.submit(placed(i))
+    assert unpaced.flush()
+    unpaced.stop()
+    assert (unpaced.gathered, unpaced.written) == (0, 3)
+    # a gather of an hour: stop writes at once what it gathered
+    queue = EventQueue(api, pacing=EventPacing(qps=1000.0, burst=100, idle_s=60.0,
+                                               gather_s=3600.0))
+    queue.start()
+    queue.submit(placed(3))
+    queue.submit(placed(4))
+    _wait_until(lambda: queue.gathered == 1)
+    started = time.monotonic()
+    queue.stop(timeout_s=30.0)
+    assert time.monotonic() - started < 10.0
+    assert queue.written == 2
