@@ -86,19 +86,12 @@ def _wait(gap_s: float, how: str) -> None:
 def extender(gap_s: float, pods: int, warmup: int, n_nodes: int) -> float:
     """Mean CPU (us) per pod of the in-process pod cycle, a ``gap_s`` sleep before each step."""
     import orjson
-    from bench_instructions import api_pod
-    from bench_verbs import burst_cluster, burst_service
+    from bench_instructions import api_pod, start_burst
 
-    from extender.server.wire import decode_binding_args, decode_extender_args
+    from extender.server.wire import decode_binding_args
 
-    cluster = burst_cluster(n_nodes)
-    service = burst_service(cluster)
-    verbs = service.verbs
-    decode_filter_args = getattr(verbs, "filter_args", decode_extender_args)
-    names = [item["metadata"]["name"] for item in cluster["items"]]
-    draw = random.Random(7)
-    orders = [draw.sample(names, len(names)) for _ in range(8)]
-    free = dict.fromkeys(names, 8)
+    driver = start_burst(n_nodes)
+    service, verbs = driver.service, driver.service.verbs
     spent = 0.0
 
     def step(call: Callable[[], Any]) -> Any:
@@ -113,11 +106,11 @@ def extender(gap_s: float, pods: int, warmup: int, n_nodes: int) -> float:
     for i in range(warmup + pods):
         counted = i >= warmup
         pod = api_pod(i)
-        listed = [name for name in orders[i // 5 % len(orders)] if free[name]]
+        listed = driver.listed(i, 5)  # kube-scheduler repeats its list (--repeat 5)
         body = orjson.dumps({"Pod": pod, "Nodes": None, "NodeNames": listed})
         event = orjson.loads(orjson.dumps(pod))
         step(lambda: service.applier.pod_event("ADDED", event))  # noqa: B023
-        answer = step(lambda: verbs.filter(decode_filter_args(body)))  # noqa: B023
+        answer = step(lambda: verbs.filter(driver.decode_filter_args(body)))  # noqa: B023
         feasible = orjson.loads(answer.body)["NodeNames"]
         step(verbs.warm_next)
         if len(feasible) != 1:
@@ -128,7 +121,7 @@ def extender(gap_s: float, pods: int, warmup: int, n_nodes: int) -> float:
         bound = step(lambda: verbs.bind(decode_binding_args(bind_body)))  # noqa: B023
         if orjson.loads(bound.body)["Error"]:
             raise SystemExit(f"bind failed: {bound.body!r}")
-        free[best] -= 1
+        driver.free[best] -= 1
     service.stop()
     return spent / pods * 1e6
 

@@ -47,6 +47,7 @@ import re
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -129,16 +130,31 @@ def api_pod(serial: int) -> dict[str, Any]:
         "status": {"phase": "Pending", "qosClass": "Burstable"}}
 
 
-def run_burst(n_nodes: int, warmup: int, pods: int, *, driver_only: bool,
-              repeat: int = 1) -> str:
-    """The burst's pod cycles; the digest of the chosen nodes (``driver_only``: the driver's own
-    stand-in choices, no verb called). Each order lists ``repeat`` pods in a row (less the
-    nodes filled meanwhile)."""
+@dataclass
+class BurstDriver:
+    """The offline extender of a burst on N empty nodes x 8 T4 (``bench_verbs``), and what
+    kube-scheduler would send it."""
+
+    service: Any
+    decode_filter_args: Callable[[bytes], Any]
+    """Filter's bodies as the worker decodes them (a tree from before ``FilterArgsDecoder``:
+    the plain decode)."""
+    orders: list[list[str]]
+    free: dict[str, int]
+    """GPUs left per node, as the driver's stand-in for NodeResourcesFit counts them."""
+
+    def listed(self, serial: int, repeat: int) -> list[str]:
+        """Pod ``serial``'s node list: its order (each listed for ``repeat`` pods in a row)
+        less the nodes filled meanwhile (NodeResourcesFit)."""
+        return [name for name in self.orders[serial // repeat % len(self.orders)]
+                if self.free[name]]
+
+
+def start_burst(n_nodes: int) -> BurstDriver:
+    """A started offline extender on ``n_nodes`` empty nodes, and the burst's node orders."""
     import random
 
-    import orjson
-
-    from extender.server.wire import decode_binding_args, decode_extender_args
+    from extender.server.wire import decode_extender_args
 
     # after the extender's import: bench_verbs puts this checkout first on the path
     sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -146,17 +162,28 @@ def run_burst(n_nodes: int, warmup: int, pods: int, *, driver_only: bool,
 
     cluster = burst_cluster(n_nodes)
     service = burst_service(cluster)
-    verbs = service.verbs
-    # filter's bodies as the worker decodes them (a tree from before FilterArgsDecoder: plain)
-    decode_filter_args = getattr(verbs, "filter_args", decode_extender_args)
     names = [item["metadata"]["name"] for item in cluster["items"]]
     draw = random.Random(7)
     orders = [draw.sample(names, len(names)) for _ in range(ORDERS)]
-    free = dict.fromkeys(names, 8)
+    return BurstDriver(service, getattr(service.verbs, "filter_args", decode_extender_args),
+                       orders, dict.fromkeys(names, 8))
+
+
+def run_burst(n_nodes: int, warmup: int, pods: int, *, driver_only: bool,
+              repeat: int = 1) -> str:
+    """The burst's pod cycles; the digest of the chosen nodes (``driver_only``: the driver's own
+    stand-in choices, no verb called). Each order lists ``repeat`` pods in a row (less the
+    nodes filled meanwhile)."""
+    import orjson
+
+    from extender.server.wire import decode_binding_args, decode_extender_args
+
+    driver = start_burst(n_nodes)
+    service, verbs, free = driver.service, driver.service.verbs, driver.free
     digest = hashlib.sha256()
     for i in range(warmup + pods):
         pod = api_pod(i)
-        listed = [name for name in orders[i // repeat % ORDERS] if free[name]]  # NodeResourcesFit
+        listed = driver.listed(i, repeat)
         body = orjson.dumps({"Pod": pod, "Nodes": None, "NodeNames": listed})
         if driver_only:  # the same bodies and answers' parsing, no verb
             best = listed[i % len(listed)]
@@ -164,7 +191,7 @@ def run_burst(n_nodes: int, warmup: int, pods: int, *, driver_only: bool,
         else:
             # the pod watch's ADDED of the pending pod (its own parse), before the filter
             service.applier.pod_event("ADDED", orjson.loads(orjson.dumps(pod)))
-            feasible = orjson.loads(verbs.filter(decode_filter_args(body)).body)["NodeNames"]
+            feasible = orjson.loads(verbs.filter(driver.decode_filter_args(body)).body)["NodeNames"]
             verbs.warm_next()  # what the worker runs once the answer is sent
             if len(feasible) == 1:  # kube-scheduler takes it: no prioritize
                 best = feasible[0]
