@@ -302,7 +302,9 @@ class Announcer:
             return kept
         with self._lock:
             pending = self._announced.get(uid)
-        return pending.get() if pending is not None else None
+        if pending is None:  # composed meanwhile (kept first, then let go of here)
+            return self.records.get(uid)
+        return pending.get()
 
     def let_go(self, cycle: PodCycle) -> None:
         """The cycle table is letting ``cycle``'s scoring go (``CycleTable(on_let_go=...)``):
