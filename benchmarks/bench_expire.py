@@ -2,7 +2,8 @@
 
 The extender releases holds whose TTL passed at most every 0.25 s (``scheduling/expiry.py``),
 under the inventory's lock, which the watches and binds wait for. The sweep looks only at the
-holds that have a TTL; a sweep over every holding (what it did before) is timed beside it, on
+holds that have a TTL; a sweep over every holding (what it did before: here through the public
+``holdings()``, which also copies the list) is timed beside it, on
 the same inventory: N nodes x 8 T4, every GPU held by a running pod, and ``--assumed`` holds
 with a TTL (a burst's pods between prioritize and bind).
 

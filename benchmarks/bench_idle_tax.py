@@ -8,8 +8,9 @@ code) is gone from the caches the vCPU shares with other tenants when it resumes
 measures that tax on the machine at hand, in one process, runs alternating so that the VM's
 drift does not favour one side:
 
-- ``synthetic``: a fixed workload over a fixed working set (a dict of 20,000 small objects
-  looked up at random, 20 NumPy arrays of 8,000 values reduced): its CPU per stretch with no
+- ``synthetic``: a fixed workload over a fixed working set (300 of a dict's 20,000 small
+  objects looked up at random, a column of each of 20 NumPy arrays of 1,000 x 8 values
+  compared and summed): its CPU per stretch with no
   wait between stretches, after a ``--gap-ms`` sleep, and after a ``--gap-ms`` busy wait (no
   sleep: the vCPU never idles, nothing else runs in the process);
 - ``extender``: the pod cycle of ``bench_instructions.py`` in process (1,000 nodes x 8 T4, the
