@@ -25,9 +25,9 @@ explanation is computed there).
   several events of a burst that arrive meanwhile instead of one per bind. On a shared VM a
   thread that wakes after a wait of a few milliseconds runs its first stretch at 2-3 x the CPU
   of the same code in a tight loop (``benchmarks/bench_idle_tax.py``): per placement, the
-  writer's wake-up was that tax. A lone placement is composed at once; nothing is written
-  later than the pace would have written it anyway (Normal events of a burst wait for the
-  bucket), and ``stop`` cuts the wait short.
+  writer's wake-up was that tax. A lone placement is composed at once; in a burst, the events
+  the bucket lets through are written at most ``gather_s`` later than before (the rest wait
+  for the bucket anyway), and ``stop`` cuts the wait short.
 - **Owned**: the service starts the writer and stops it; ``stop`` writes what is queued and
   held back (within a deadline, ignoring the pace), then ends the thread.
 """
