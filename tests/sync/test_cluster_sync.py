@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 
@@ -15,13 +15,7 @@ from extender.sync.cluster import ClusterSync
 from tests.builders import make_pod
 from tests.sync.clusters import l4_node, mixed_nodes, whole_pod
 from tests.sync.fake_api import FakeApiServer
-
-
-def eventually(condition: Callable[[], object], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.01)
+from tests.waiting import eventually
 
 
 @pytest.fixture

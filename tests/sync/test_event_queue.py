@@ -8,7 +8,6 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import Callable
 
 import pytest
 
@@ -17,6 +16,7 @@ from extender.apiserver.errors import KubeError
 from extender.apiserver.events import UNPACED, EventPacing, EventQueue, PendingEvent
 from extender.model import PodKey
 from tests.sync.fake_api import FakeApiServer
+from tests.waiting import eventually
 
 POD = PodKey("ml", "train", "uid-1")
 OTHER = PodKey("ml", "serve", "uid-2")
@@ -302,13 +302,6 @@ def test_a_held_back_event_keeps_its_text_not_what_composed_it() -> None:
     assert [e["message"] for e in api.events] == ["assigned 0", "assigned 1 (Snapshot)"]
 
 
-def _wait_until(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.005)
-
-
 def test_a_burst_s_placement_events_are_gathered_into_one_wake_up_and_a_lone_one_is_not(
         ) -> None:
     api = FakeApiServer()
@@ -327,7 +320,7 @@ def test_a_burst_s_placement_events_are_gathered_into_one_wake_up_and_a_lone_one
     queue.start()
     try:
         queue.submit(placement(0))  # the first placement: no burst, composed at once
-        _wait_until(lambda: queue.written == 1)
+        eventually(lambda: queue.written == 1, timeout=10.0)
         assert queue.gathered == 0
         # within idle_s (60 s) of the one before: a burst; the writer waits gather_s, then
         # composes the three in the same wake-up
@@ -357,7 +350,7 @@ def test_no_pace_no_gather_and_stop_cuts_a_gather_short() -> None:
     queue.start()
     queue.submit(placed(3))
     queue.submit(placed(4))
-    _wait_until(lambda: queue.gathered == 1)
+    eventually(lambda: queue.gathered == 1, timeout=10.0)
     started = time.monotonic()
     queue.stop(timeout_s=30.0)
     assert time.monotonic() - started < 10.0

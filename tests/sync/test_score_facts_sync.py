@@ -3,21 +3,12 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-
 from extender.platform import Platform
 from extender.server.service import ExtenderService
 from tests.builders import make_pod
 from tests.sync.clusters import t4_node
 from tests.sync.fake_api import FakeApiServer
-
-
-def eventually(condition: Callable[[], object], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.01)
+from tests.waiting import eventually
 
 
 def test_facts_follow_the_watches(platform: Platform) -> None:
