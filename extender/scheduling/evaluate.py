@@ -12,6 +12,11 @@ Costs that matter at thousands of nodes, and what is done about them:
   prioritize follows filter for the same pod on (a subset of) the same nodes,
   usually at the same inventory generation, so the filter's fit is kept on the pod's cycle
   (``PodCycle.fit``) and sliced instead of recomputed;
+- the next pod's filter: once an answer is out, the request is judged on the last node list
+  ahead of it (``evaluate_ahead``, for the scoring ahead: ``warm.py``), and a filter with the
+  same request, the same names and the very same snapshot takes that evaluation as it is
+  (``evaluate``'s inputs are those three and the template nodes, of which such a list has
+  none), instead of mapping and fitting the same list again;
 - template nodes (the ``Nodes`` form: nodes the inventory does not know) are fitted on a
   scratch snapshot (``templates``), the same way for every verb.
 """
@@ -103,12 +108,31 @@ class Evaluator:
         self.fit_cache_hits = 0
         """Calls that reused the cycle's fit instead of recomputing it (a benign race)."""
         self.rows = RowsMemo()
+        self._ahead: tuple[PlacementRequest, Evaluation] | None = None
+        """The last ``evaluate_ahead``: its request, and what it judged."""
+        self.taken_ahead = 0
+        """Calls answered with the evaluation made ahead
+        (``gpu_extender_evaluations_taken_ahead_total``)."""
+
+    def evaluate_ahead(self, snapshot: ClusterSnapshot, placement: PlacementRequest,
+                       names: Sequence[str]) -> Evaluation:
+        """``evaluate``, kept for the next call that asks the same (``warm.py``: the next
+        pod of a burst, judged while kube-scheduler runs its own filters for it)."""
+        evaluation = self.evaluate(snapshot, placement, names)
+        self._ahead = (placement, evaluation)
+        return evaluation
 
     def evaluate(self, snapshot: ClusterSnapshot, placement: PlacementRequest,
                  names: Sequence[str], *, cycle: PodCycle | None = None,
                  nodes: Sequence[Mapping[str, Any]] | None = None) -> Evaluation:
         """``cycle``: reuse (and keep) its fit; ``nodes``: the Node objects of ``names``, if
         the call sent them (unknown ones are judged as templates)."""
+        ahead = self._taken_ahead(snapshot, placement, names)
+        if ahead is not None:
+            if cycle is not None:
+                self._cycles.remember_fit(cycle, FitMemo.of(snapshot.n_nodes,
+                                                            snapshot.generation, ahead.fit))
+            return ahead
         n = len(names)
         all_rows = self.rows.rows(snapshot, names)
         known_mask = all_rows >= 0
@@ -131,6 +155,22 @@ class Evaluator:
                 code[unknown] = templates.fit.code
                 params[unknown] = templates.fit.params
         return Evaluation(snapshot, names, code, params, result, known, templates)
+
+    def _taken_ahead(self, snapshot: ClusterSnapshot, placement: PlacementRequest,
+                     names: Sequence[str]) -> Evaluation | None:
+        """The evaluation made ahead, if it judged exactly this: the same snapshot object
+        (its arrays never change), the same request object, equal names, every one of them
+        known (so no template node, whatever ``nodes`` says)."""
+        kept = self._ahead
+        if kept is None:
+            return None
+        request, evaluation = kept
+        if evaluation.snapshot is not snapshot or request is not placement or \
+                len(evaluation.known) != len(names) or len(evaluation.names) != len(names) or \
+                evaluation.names != names:
+            return None
+        self.taken_ahead += 1
+        return evaluation
 
     def _fit(self, snapshot: ClusterSnapshot, placement: PlacementRequest,
              rows: npt.NDArray[np.int64], cycle: PodCycle | None) -> FitResult:

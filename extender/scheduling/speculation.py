@@ -66,6 +66,8 @@ class Speculation:
     def scores_for(self, fit: FitResult) -> ScoreResult | None:
         """The scores of ``fit``'s fitting rows, in its order; ``None`` unless the same rows
         fit (each once) as in the speculation's fit."""
+        if fit is self.fit:
+            return self.result  # scored on this very fit: the call took the evaluation ahead too
         rows = fit.rows[fit.fits]
         n = len(self.result.rows)
         if len(rows) != n or n == 0:

@@ -70,7 +70,7 @@ class Warmer:
             listed = self._listed
             if listed is not None and listed[0] is placement:
                 names = listed[1]
-                self._scorer.speculate(placement, lambda: self._evaluator.evaluate(
+                self._scorer.speculate(placement, lambda: self._evaluator.evaluate_ahead(
                     snapshot, placement, names))
         except Exception:  # a warm is an optimisation: the next verb refreshes itself
             _log.exception("refreshing the row caches failed; the next call refreshes them")

@@ -169,6 +169,7 @@ class ExtenderService:
                     "objects_not_applied": float(self.applier.bad_objects_total),
                     "fit_cache_hits": float(self.verbs.fit_cache_hits),
                     "rows_memo_hits": float(self.scheduler.evaluator.rows.hits),
+                    "evaluations_taken_ahead": float(self.scheduler.evaluator.taken_ahead),
                     "node_lists_reused": float(self.verbs.filter_args.reused),
                     "decode_memo_hits": float(self.scheduler.cycles.decoded.hits),
                     "watch_decode_memo_hits": float(self.applier.decoded.hits),

@@ -26,6 +26,7 @@ from extender.scheduling.speculation import (
     Speculation,
     SpeculationPace,
 )
+from tests.builders import make_pod
 from tests.core.helpers import catalog, place, placement, random_cluster, request
 from tests.scheduling.test_warm import REPLICAS, _burst, _counter, _service
 
@@ -209,6 +210,57 @@ def test_a_burst_is_answered_the_same_with_scores_taken_ahead(
     assert _counter(ahead_service, "gpu_extender_scores_taken_ahead_total") == \
         scorer.taken_ahead
     assert own_service.scheduler.scorer.taken_ahead == 0
+
+
+@pytest.mark.parametrize("cut", [True, False])
+def test_a_filter_on_the_list_the_warm_judged_takes_that_evaluation(
+        platform: Platform, cut: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """kube-scheduler sends the same list again for most pods of a burst: a filter with the
+    warm's request, names and snapshot takes the evaluation made ahead, and the burst is
+    answered byte for byte as by a service that judges every call itself."""
+    ahead_service, ahead_api = _service(platform, cut=cut)
+    ahead = _burst(ahead_service, ahead_api, warm=True, fitted=[], repeat=4)
+    own_service, own_api = _service(platform, cut=cut)
+    monkeypatch.setattr(own_service.scheduler.scorer, "speculate", lambda *args: None)
+    own = _burst(own_service, own_api, warm=True, fitted=[], repeat=4)
+    assert ahead == own
+    evaluator = ahead_service.scheduler.evaluator
+    # a filter (or a prioritize asked about the same list) after the first replica of each
+    # order takes the warm's evaluation, unless a hold or a filled node came in between
+    assert evaluator.taken_ahead > 0
+    assert _counter(ahead_service, "gpu_extender_evaluations_taken_ahead_total") == \
+        evaluator.taken_ahead
+    assert own_service.scheduler.evaluator.taken_ahead == 0
+
+
+def test_an_evaluation_made_ahead_is_taken_for_exactly_its_inputs(platform: Platform) -> None:
+    cluster = _Cluster(platform)
+    evaluator, names = cluster.evaluator, list(cluster.names)
+    snapshot = cluster.inventory.snapshot()
+    ahead = evaluator.evaluate_ahead(snapshot, cluster.preq, names)
+    cycles = CycleTable(platform)
+    cycle = cycles.cycle(make_pod("p").uid("uid-p").gpus(1).obj())
+    # the same snapshot object, request object and names (another list, equal): taken, and
+    # kept on the cycle as a fit it computed would be (prioritize slices it)
+    assert evaluator.evaluate(snapshot, cluster.preq, list(names), cycle=cycle) is ahead
+    assert evaluator.taken_ahead == 1
+    assert cycle.fit is not None and cycle.fit.result is ahead.fit
+    # anything else is judged by the call
+    others = [
+        (snapshot, cluster.preq, names[::-1]),  # another order
+        (snapshot, cluster.preq, names[:-1]),  # fewer nodes
+        (snapshot, placement(request("whole", 1)), names),  # an equal request, not it
+        (random_cluster(np.random.default_rng(11), 16, fill=2.0).snapshot(), cluster.preq,
+         names),  # equal books, another snapshot
+        (snapshot, cluster.preq, [*names[:-1], "template-0"]),  # a node it does not know
+    ]
+    for other_snapshot, preq, other_names in others:
+        judged = evaluator.evaluate(other_snapshot, preq, other_names)
+        assert judged is not ahead
+        fresh = Evaluator(platform, CycleTable(platform)).evaluate(other_snapshot, preq,
+                                                                    other_names)
+        assert judged.code.tolist() == fresh.code.tolist()
+    assert evaluator.taken_ahead == 1
 
 
 def test_the_pace_backs_off_after_unused_speculations_until_one_is_taken() -> None:

@@ -40,15 +40,18 @@ def _service(platform: Platform, *, cut: bool) -> tuple[ExtenderService, FakeApi
 
 
 def _burst(service: ExtenderService, api: FakeApiServer, *, warm: bool,
-           fitted: list[int], per_filter: list[int] | None = None) -> list[Any]:
+           fitted: list[int], per_filter: list[int] | None = None,
+           repeat: int = 1) -> list[Any]:
     """Every replica through filter, prioritize (when more than one node is answered) and
     bind to the best, as kube-scheduler drives them; what each answered. ``fitted``: where
     the fit kernel records the rows of each call; ``per_filter``: the rows it computed
-    inside each filter."""
+    inside each filter; ``repeat``: each order listed for that many replicas in a row (kube
+    sends the same list again for most pods of a burst)."""
     verbs, answers = service.verbs, []
     for i in range(REPLICAS):
         pod = api.get_pod("ml", f"r{i}")
-        order = NAMES[i % len(NAMES):] + NAMES[:i % len(NAMES)]  # any order, as kube sends
+        turn = i // repeat % len(NAMES)
+        order = NAMES[turn:] + NAMES[:turn]  # any order, as kube sends
         before = len(fitted)
         feasible = verbs.filter(ExtenderArgs(Pod=pod, Nodes=None, NodeNames=order)).document()
         if per_filter is not None:
