@@ -51,6 +51,7 @@ class _Metrics:
 
     def __init__(self) -> None:
         self.observe_latency = {"filter": lambda _: None}
+        self.add_cpu = {"filter": lambda _: None}
 
     def decision(self, verb: str, outcome: str) -> None:
         pass
