@@ -44,11 +44,11 @@ def cluster(n: int) -> tuple[ClusterSnapshot, dict[str, list[PodOnNode]]]:
     return inv.snapshot(), candidates
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--nodes", type=int, nargs="*", default=[1, 10, 100])
     parser.add_argument("--reps", type=int, default=5)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     requests = {"14 GiB share": request("vram", vram=14 * 1024),
                 "1 whole GPU": request("whole", 1), "4 whole GPUs": request("whole", 4)}
     for n in args.nodes:

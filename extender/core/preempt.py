@@ -264,7 +264,12 @@ class _Probe:
             replicas_free=np.ascontiguousarray(replicas, dtype=np.int16),
             replicas_shared=rows(s.replicas_shared), mig_layout=rows(s.mig_layout),
             mig_used=np.ascontiguousarray(used, dtype=np.uint8), healthy=rows(s.healthy),
-            pods=np.ascontiguousarray(pods, dtype=np.int16), cache=RowCache(max_keys=1))
+            pods=np.ascontiguousarray(pods, dtype=np.int16),
+            # every per-node array is the candidate's row m times over, this one too: the fit
+            # of a share reads it (a DRA node's GPUs take no share), and the inventory's has a
+            # row per node, not per set
+            node_dra=rows(s.node_dra) if s.node_dra.shape[0] else s.node_dra,
+            cache=RowCache(max_keys=1))
         result = fit(what_if, self._placement, np.arange(m, dtype=np.int64),
                      check_cpu_memory=self._check)
         return result.code

@@ -13,8 +13,16 @@ import pytest
 
 from extender.core.preempt import Drop, NodeVictims, PodOnNode, Shield, preempt
 from extender.inventory import Holding
-from extender.model import Assignment, GpuGrant, NodeInfo, PodKey, RequestKind
-from tests.core.helpers import gpu, inventory, node, placement, request
+from extender.model import (
+    Assignment,
+    DraDeviceRef,
+    GpuDevice,
+    GpuGrant,
+    NodeInfo,
+    PodKey,
+    RequestKind,
+)
+from tests.core.helpers import catalog, gpu, inventory, node, placement, request
 
 GIB = 1024
 LOW, HIGH = 100, 1000
@@ -168,8 +176,14 @@ CASES = [
 ]
 
 
-def decide(case: Case, *, max_sets: int = 4096) -> NodeVictims:
-    inv = inventory(case.info)
+CROWD = (node("n0", "t4", 1), node("n2", "a100-80gb", 4))
+"""Nodes around the candidate: the inventory's rows are per node, the what-if's per victim set
+(a what-if that kept one of the inventory's per-node arrays broke every share, fraction and MIG
+preemption on a cluster of more than one node)."""
+
+
+def decide(case: Case, *, max_sets: int = 4096, crowd: bool = False) -> NodeVictims:
+    inv = inventory(CROWD[0], case.info, CROWD[1]) if crowd else inventory(case.info)
     for pod in case.pods:
         inv.observe(Holding(PodKey("default", pod.uid, pod.uid), "n1", pod.assignment,
                             pod.cpu_milli, pod.memory_mib))
@@ -187,6 +201,26 @@ def test_preemption_table(case: Case) -> None:
     assert result.num_pdb_violations == 0
     if result.drop is not None:
         assert result.victims == ()  # never a node with an empty list: it is dropped
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_the_same_decision_with_other_nodes_in_the_inventory(case: Case) -> None:
+    """n1 is the middle row of three: every case is decided as on n1 alone."""
+    alone, crowded = decide(case), decide(case, crowd=True)
+    assert (crowded.drop, set(crowded.victims)) == (alone.drop, set(alone.victims))
+
+
+def test_a_dra_node_takes_no_share_whatever_is_evicted() -> None:
+    """A DRA-managed node's GPUs are its driver's: a share can never use them, so no victim is
+    named there (the what-if reads the candidate's DRA flag, not another row's)."""
+    gpus = [GpuDevice(i, catalog().index_of("l4"), 24576, dra_device=f"gpu-{i}")
+            for i in range(2)]
+    dra = NodeInfo(name="n1", gpus=tuple(gpus), cpu_milli=64_000, memory_mib=256_000,
+                   type_name="l4", dra_devices=tuple(DraDeviceRef(g.dra_device, g.index, "gpu",
+                                                                  g.memory_mib) for g in gpus))
+    case = Case("dra", dra, [share("a", 0, 12), share("b", 0, 12)], "vram", vram=12 * GIB)
+    assert decide(case, crowd=True).drop is Drop.NEVER
+    assert decide(case).drop is Drop.NEVER
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.drop is None], ids=lambda c: c.name)

@@ -46,9 +46,14 @@ def pods() -> list[JSON]:
             share_on("d", 1, 12, started="2026-12-01T13:00:00Z")]
 
 
-def serve(platform: Platform, pods: list[JSON]) -> tuple[ExtenderService, FlaskClient]:
-    node = make_node("n1").gfd("NVIDIA-L4", count=2, memory=24576).allocatable(gpu=2).obj()
-    service = online_service(platform, FakeApiServer([node], pods))
+def serve(platform: Platform, pods: list[JSON], *, others: int = 0
+          ) -> tuple[ExtenderService, FlaskClient]:
+    """n1 (2 x L4), after ``others`` nodes of 1 x T4 (the inventory's rows are per node)."""
+    nodes = [make_node(f"n0-{i}").gfd("Tesla-T4", count=1, memory=15360).allocatable(gpu=1)
+             .obj() for i in range(others)]
+    nodes.append(make_node("n1").gfd("NVIDIA-L4", count=2, memory=24576).allocatable(gpu=2)
+                 .obj())
+    service = online_service(platform, FakeApiServer(nodes, pods))
     return service, create_app(service).test_client()
 
 
@@ -73,6 +78,15 @@ def test_kube_spread_replaced_by_one_gpu(platform: Platform, pods: list[JSON]) -
     text = service.metrics.exposition().decode()
     assert 'gpu_extender_decisions_total{outcome="victims",verb="preempt"} 1.0' in text
     assert "gpu_extender_preemption_victims_total 2.0" in text
+
+
+def test_a_share_preempts_on_a_cluster_of_many_nodes(platform: Platform,
+                                                     pods: list[JSON]) -> None:
+    """The same decision with n1 among other nodes (it was an internal error: the what-if
+    rows kept the inventory's per-node DRA flags, one per node, not one per victim set)."""
+    _, client = serve(platform, pods, others=3)
+    answer = post(client, "/preempt", meta_args(preemptor(), {"n1": ["uid-a", "uid-c"]}))
+    assert victims_of(answer) == {"n1": {"uid-c", "uid-d"}}
 
 
 def test_full_pod_form(platform: Platform, pods: list[JSON]) -> None:
