@@ -7,12 +7,16 @@ MiB throughout: an L4 holds 24,576, a T4 16,384; an A100-80GB has 7 one-slot 1g.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
+import numpy as np
 import pytest
 
+from extender.core import preempt as preempt_module
+from extender.core.fit import FitResult
+from extender.core.fit import fit as core_fit
 from extender.core.preempt import Drop, NodeVictims, PodOnNode, Shield, preempt
-from extender.inventory import Holding
+from extender.inventory import ClusterSnapshot, Holding
 from extender.model import (
     Assignment,
     DraDeviceRef,
@@ -208,6 +212,29 @@ def test_the_same_decision_with_other_nodes_in_the_inventory(case: Case) -> None
     """n1 is the middle row of three: every case is decided as on n1 alone."""
     alone, crowded = decide(case), decide(case, crowd=True)
     assert (crowded.drop, set(crowded.victims)) == (alone.drop, set(alone.victims))
+
+
+def test_every_per_node_array_of_a_what_if_has_a_row_per_victim_set(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A what-if copy is the candidate's row once per set tried, in every per-node array of
+    the snapshot (a field added to ``ClusterSnapshot`` and forgotten here fails this)."""
+    seen: list[ClusterSnapshot] = []
+
+    def recording_fit(snapshot: ClusterSnapshot, *args: object, **kw: object) -> FitResult:
+        seen.append(snapshot)
+        return core_fit(snapshot, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(preempt_module, "fit", recording_fit)
+    case = Case("crowded", L4X2, [share("a", 0, 12), share("b", 0, 12), share("c", 1, 24)],
+                "vram", vram=20 * GIB)
+    assert decide(case, crowd=True).victims  # sets of 1, 2 ... tried: what-ifs of 1 and more
+    assert seen and any(s.n_nodes > 1 for s in seen)
+    for what_if in seen:
+        m = what_if.n_nodes
+        per_node = {f.name: getattr(what_if, f.name) for f in fields(what_if)
+                    if isinstance(getattr(what_if, f.name), np.ndarray) and f.name != "layouts"}
+        assert per_node and {name: a.shape[0] for name, a in per_node.items()} == \
+            dict.fromkeys(per_node, m)
 
 
 def test_a_dra_node_takes_no_share_whatever_is_evicted() -> None:
