@@ -166,8 +166,7 @@ class Evaluator:
             return None
         request, evaluation = kept
         if evaluation.snapshot is not snapshot or request is not placement or \
-                len(evaluation.known) != len(names) or len(evaluation.names) != len(names) or \
-                evaluation.names != names:
+                len(evaluation.known) != len(names) or evaluation.names != names:
             return None
         self.taken_ahead += 1
         return evaluation

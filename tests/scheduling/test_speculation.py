@@ -235,10 +235,10 @@ def test_a_filter_on_the_list_the_warm_judged_takes_that_evaluation(
 
 def test_an_evaluation_made_ahead_is_taken_for_exactly_its_inputs(platform: Platform) -> None:
     cluster = _Cluster(platform)
-    evaluator, names = cluster.evaluator, list(cluster.names)
+    cycles = CycleTable(platform)  # the evaluator's own table, as in the service
+    evaluator, names = Evaluator(platform, cycles), list(cluster.names)
     snapshot = cluster.inventory.snapshot()
     ahead = evaluator.evaluate_ahead(snapshot, cluster.preq, names)
-    cycles = CycleTable(platform)
     cycle = cycles.cycle(make_pod("p").uid("uid-p").gpus(1).obj())
     # the same snapshot object, request object and names (another list, equal): taken, and
     # kept on the cycle as a fit it computed would be (prioritize slices it)
