@@ -1,5 +1,6 @@
 """Hostile and careless clients, generated: every answer is well formed, nothing is a 5xx or an
-"internal error", no answer takes long, and the per-GPU invariants hold after any sequence.
+"internal error", no answer takes long, and the per-GPU invariants hold after any sequence; a
+preemption question about the pods bound by then names only pods it was offered.
 
 The pods are built from a valid one by replacing parts with arbitrary JSON and by hostile GPU
 amounts, so hypothesis shrinks a failure to the one part that broke it (a readable pod, not a
@@ -159,8 +160,31 @@ def test_filter_and_prioritize_answer_every_pod_well(fuzz_client: FlaskClient,
 @given(document=json_values)
 def test_any_json_body_is_answered_without_a_5xx(fuzz_client: FlaskClient,
                                                  document: object) -> None:
-    for path in ("/filter", "/prioritize", "/bind"):
+    for path in ("/filter", "/prioritize", "/bind", "/preempt"):
         well_formed(path, orjson.dumps(document), fuzz_client)
+
+
+victims = st.dictionaries(
+    st.sampled_from(NODES) | st.text(max_size=12),
+    st.none() | json_values | st.fixed_dictionaries(
+        {"Pods": st.lists(st.fixed_dictionaries({"UID": st.text(max_size=8) | json_scalars})
+                          | json_values, max_size=4),
+         "NumPDBViolations": st.integers(-3, 3) | json_scalars}),
+    max_size=5)
+
+
+@SETTINGS
+@given(pod=pods(), meta=victims, meta_form=st.booleans())
+def test_preempt_answers_every_pod_and_victims_map_well(fuzz_client: FlaskClient,
+                                                        pod: dict[str, Any],
+                                                        meta: dict[str, Any],
+                                                        meta_form: bool) -> None:
+    field = "NodeNameToMetaVictims" if meta_form else "NodeNameToVictims"
+    answer = well_formed("/preempt", orjson.dumps({"Pod": pod, field: meta}), fuzz_client)
+    assert isinstance(answer, dict)
+    for node, chosen in (answer.get("NodeNameToMetaVictims") or {}).items():
+        assert node in meta, (node, meta)
+        assert chosen["Pods"], chosen  # a node is answered only with victims (1.36 fails on [])
 
 
 @settings(max_examples=40, deadline=None, derandomize=True,
@@ -185,3 +209,18 @@ def test_invariants_hold_after_any_sequence_of_verbs(fuzz_client: FlaskClient,
             "PodUID": (meta or {}).get("uid") if isinstance(meta, dict) else "x",
             "Node": node}), fuzz_client)
     assert_gpu_invariants(offline.pods(), service.inventory)
+    # then a pod of a higher priority asks kube-scheduler's question about every bound pod
+    offered: dict[str, list[dict[str, str]]] = {}
+    for bound in offline.pods():
+        node = bound.get("spec", {}).get("nodeName")
+        if node:
+            offered.setdefault(node, []).append({"UID": bound["metadata"]["uid"]})
+    pod = dict(sequence[-1][0])
+    if isinstance(pod.get("spec"), dict):
+        pod["spec"] = {**pod["spec"], "priority": 10**6}
+    answer = well_formed("/preempt", orjson.dumps({"Pod": pod, "NodeNameToMetaVictims": {
+        node: {"Pods": uids, "NumPDBViolations": 0} for node, uids in offered.items()}}),
+        fuzz_client)
+    for node, chosen in answer.get("NodeNameToMetaVictims", {}).items():
+        assert {p["UID"] for p in chosen["Pods"]} <= {p["UID"] for p in offered[node]}
+
