@@ -120,6 +120,39 @@ def test_share_evicts_the_fewest_pods_of_one_gpu(
     assert alive(c) == {"s8", "s12a", "s12b", "hi"}
 
 
+def pinned(manifest: dict[str, Any], node: str) -> dict[str, Any]:
+    manifest["spec"]["nodeSelector"] = {"kubernetes.io/hostname": node}
+    return manifest
+
+
+def test_the_node_with_the_fewest_victims_among_several(
+        cluster: tuple[LocalCluster, Kwok]) -> None:
+    # Three L4 nodes, every GPU full of low-priority shares (each pod pinned to its node).
+    # l4-0: 12 + 12 and 12 + 12: a 14 GiB share takes two pods there;
+    # l4-1: 16 + 8 and 12 + 12: the 16 GiB pod alone frees 16 >= 14 on its GPU;
+    # l4-2: 8 + 8 + 8 on each GPU: two of 8 free 16 >= 14, two pods.
+    # The extender answers each node with its fewest pods of one GPU, kube-scheduler picks
+    # the candidate with the lowest sum of victims' priorities (100 < 200): l4-1, one pod.
+    c, kwok = cluster
+    for name in ("l4-0", "l4-1", "l4-2"):
+        kwok.create_node(c, name, {"nvidia.com/gpu": 2},
+                         labels={**L4, "kubernetes.io/hostname": name})
+    for name in ("l4-0", "l4-1", "l4-2"):
+        c.wait_for(lambda n=name: Kwok.ready(c, n) or None, timeout_s=TIMEOUT_S,
+                   description=f"kwok to initialize {name}")
+    fill(c, [pinned(share(f"x{i}", 12), "l4-0") for i in range(4)])
+    gpus = fill(c, [pinned(share("s16", 16), "l4-1"), pinned(share("s8", 8), "l4-1"),
+                    pinned(share("s12a", 12), "l4-1"), pinned(share("s12b", 12), "l4-1")])
+    assert gpus["s16"] == gpus["s8"] != gpus["s12a"] == gpus["s12b"]
+    fill(c, [pinned(share(f"y{i}", 8), "l4-2") for i in range(6)])
+    create_pods(c, [share("hi", 14, HIGH)])
+    assert wait_bound(c, "hi", TIMEOUT_S) == "l4-1"
+    assert assignment(c.api(), "hi").grants[0].index == gpus["s16"]
+    everyone = {f"x{i}" for i in range(4)} | {f"y{i}" for i in range(6)} | \
+        {"s8", "s12a", "s12b", "hi"}
+    assert alive(c) == everyone
+
+
 def full_l4(c: LocalCluster, kwok: Kwok) -> None:
     """l4-0 with four low-priority 12 GiB shares: two per GPU, 48 of 48 GiB held."""
     l4_node(c, kwok)
