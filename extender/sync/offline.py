@@ -129,22 +129,23 @@ class OfflineCluster:
                               annotations: Mapping[str, str]) -> None:
         with self._lock:
             pod = self._existing(namespace, name, uid)
-            meta = pod.setdefault("metadata", {})
-            meta.setdefault("annotations", {}).update(annotations)
+            meta = _section(pod, "metadata")
+            _section(meta, "annotations").update(annotations)
             self._bump(meta)
 
     def create_binding(self, namespace: str, name: str, uid: str, node: str,
                        annotations: Mapping[str, str] | None = None) -> None:
         with self._lock:
             pod = self._existing(namespace, name, uid)
-            spec = pod.setdefault("spec", {})
+            spec = _section(pod, "spec")
             if spec.get("nodeName"):
                 raise Conflict(f"pod {namespace}/{name} is already assigned to node "
                                f"{spec['nodeName']!r}", status=409)
             spec["nodeName"] = node
+            meta = _section(pod, "metadata")
             if annotations:  # as the API server does: in the same write
-                pod.setdefault("metadata", {}).setdefault("annotations", {}).update(annotations)
-            self._bump(pod.setdefault("metadata", {}))
+                _section(meta, "annotations").update(annotations)
+            self._bump(meta)
             bound = copy.deepcopy(pod)
         # What the watch would deliver next: the bound pod, with its annotations.
         self._applier.pod_event("MODIFIED", bound)
@@ -175,3 +176,12 @@ class OfflineCluster:
 
 def _name_of(pod: Mapping[str, Any]) -> tuple[str, str]:
     return objects.namespace(pod), objects.name(pod)
+
+
+def _section(document: dict[str, Any], key: str) -> dict[str, Any]:
+    """``document[key]``, made an empty object where it is missing or null (a pod's shape
+    allows a null part; the API server would hold an empty one)."""
+    value = document.get(key)
+    if not isinstance(value, dict):
+        value = document[key] = {}
+    return value

@@ -21,6 +21,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from extender.errors import ExtenderError, shown, yaml_problem
+
 WEBHOOK_KINDS = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
 
 
@@ -78,17 +80,51 @@ def issue(dns_names: Sequence[str], ips: Sequence[str] = (), *, days: int = 365
     )
 
 
+class WebhookManifestError(ExtenderError):
+    """A ``--manifest`` that is not a webhook manifest webhook-certs can fill in."""
+
+
 def with_ca_bundle(manifest_text: str, ca_pem: bytes) -> str:
     """The manifest's webhook configurations with every ``clientConfig.caBundle`` set (and
-    cert-manager's injection annotation dropped); other objects unchanged."""
+    cert-manager's injection annotation dropped); other objects unchanged. Raises
+    ``WebhookManifestError`` naming the document and field where it cannot: not YAML, a
+    configuration's parts of the wrong type, or no webhook configuration at all (the caBundle
+    would be set nowhere)."""
     bundle = base64.b64encode(ca_pem).decode()
-    documents = [d for d in yaml.safe_load_all(manifest_text) if d]
-    for document in documents:
-        if document.get("kind") in WEBHOOK_KINDS:
-            (document.get("metadata") or {}).get("annotations", {}).pop(
-                "cert-manager.io/inject-ca-from", None)
-            for webhook in document.get("webhooks") or ():
-                webhook.setdefault("clientConfig", {})["caBundle"] = bundle
+    try:
+        documents = [d for d in yaml.safe_load_all(manifest_text) if d]
+    except yaml.YAMLError as exc:
+        raise WebhookManifestError(f"not YAML ({yaml_problem(exc)})") from exc
+    configurations = 0
+    for i, document in enumerate(documents):
+        if not isinstance(document, dict):
+            raise WebhookManifestError(f"document {i}: expected an object with a kind, got "
+                                       f"{shown(document)}")
+        if document.get("kind") not in WEBHOOK_KINDS:
+            continue
+        configurations += 1
+        metadata = document.get("metadata")
+        annotations = metadata.get("annotations") if isinstance(metadata, dict) else None
+        if isinstance(annotations, dict):
+            annotations.pop("cert-manager.io/inject-ca-from", None)
+        webhooks = document.get("webhooks") or []
+        if not isinstance(webhooks, list):
+            raise WebhookManifestError(f"document {i} ({document['kind']}): webhooks: must be "
+                                       f"a list, got {shown(webhooks)}")
+        for j, webhook in enumerate(webhooks):
+            where = f"document {i} ({document['kind']}): webhooks[{j}]"
+            if not isinstance(webhook, dict):
+                raise WebhookManifestError(f"{where}: must be an object, got {shown(webhook)}")
+            config = webhook.get("clientConfig")
+            if config is None:
+                config = webhook["clientConfig"] = {}
+            if not isinstance(config, dict):
+                raise WebhookManifestError(f"{where}.clientConfig: must be an object, got "
+                                           f"{shown(config)}")
+            config["caBundle"] = bundle
+    if not configurations:
+        raise WebhookManifestError(f"no {' or '.join(WEBHOOK_KINDS)} in it (the webhook "
+                                   "manifest: manifests/webhook.yaml)")
     return yaml.safe_dump_all(documents, sort_keys=False)
 
 

@@ -148,15 +148,32 @@ def run_certs(args: argparse.Namespace) -> int:
             print(f"gpu-extender webhook-certs: --manifest {args.manifest}: {exc.strerror}",
                   file=sys.stderr)
             return EXIT_USAGE
+        except UnicodeDecodeError as exc:
+            print(f"gpu-extender webhook-certs: --manifest {args.manifest}: not UTF-8 text "
+                  f"(byte {exc.start})", file=sys.stderr)
+            return EXIT_USAGE
     issued = certs.issue([*certs.service_dns_names(args.service, args.namespace), *args.dns],
                          args.ip, days=args.days)
+    filled = None
+    if manifest is not None:  # checked before anything is written
+        try:
+            filled = certs.with_ca_bundle(manifest, issued.ca_pem)
+        except certs.WebhookManifestError as exc:
+            print(f"gpu-extender webhook-certs: --manifest {args.manifest}: {exc}",
+                  file=sys.stderr)
+            return EXIT_USAGE
     out = Path(args.out_dir)
-    written = certs.write(out, issued)
-    if manifest is not None:
-        (out / "webhook.yaml").write_text(certs.with_ca_bundle(manifest, issued.ca_pem))
-        (out / "secret.yaml").write_text(certs.tls_secret(args.secret_name, args.namespace,
-                                                          issued))
-        written += [out / "webhook.yaml", out / "secret.yaml"]
+    try:
+        written = certs.write(out, issued)
+        if filled is not None:
+            (out / "webhook.yaml").write_text(filled)
+            (out / "secret.yaml").write_text(certs.tls_secret(args.secret_name, args.namespace,
+                                                              issued))
+            written += [out / "webhook.yaml", out / "secret.yaml"]
+    except OSError as exc:
+        print(f"gpu-extender webhook-certs: --out-dir {args.out_dir}: {exc.strerror}"
+              + (f" ({exc.filename})" if exc.filename else ""), file=sys.stderr)
+        return EXIT_USAGE
     for path in written:
         print(path)
     return EXIT_OK

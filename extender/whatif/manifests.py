@@ -151,23 +151,31 @@ def _expand(document: Any, where: str, namespace: str, out: list[PodManifest], *
 def _expand_workload(document: dict[str, Any], kind: str, where: str, namespace: str, *,
                      out: list[PodManifest], problems: list[str]) -> None:
     name = objects.name(document)
-    spec = document.get("spec") or {}
-    if kind == "CronJob":  # one run: the Job template's pods
-        spec = (spec.get("jobTemplate") or {}).get("spec") or {}
-    field = WORKLOADS[kind]
-    count = spec.get(field, 1)
     if not name:
         problems.append(f"{where}: metadata.name: required")
         return
+    spec = _object_at(document, "spec", "spec", where, problems)
+    prefix = "spec"
+    if spec is not None and kind == "CronJob":  # one run: the Job template's pods
+        job = _object_at(spec, "jobTemplate", "spec.jobTemplate", where, problems)
+        prefix = "spec.jobTemplate.spec"
+        spec = _object_at(job, "spec", prefix, where, problems) if job is not None else None
+    if spec is None:
+        return
+    field = WORKLOADS[kind]
+    count = spec.get(field)
+    if count is None:
+        count = 1  # the API server's default
     if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_REPLICAS:
-        prefix = "spec.jobTemplate.spec" if kind == "CronJob" else "spec"
         problems.append(f"{where}: {prefix}.{field}: must be an integer 0..{MAX_REPLICAS}, "
                         f"got {count!r}")
         return
     template = spec.get("template")
     if not isinstance(template, dict) or not isinstance(template.get("spec"), dict):
-        prefix = "spec.jobTemplate.spec" if kind == "CronJob" else "spec"
         problems.append(f"{where}: {prefix}.template.spec: required (the pod template)")
+        return
+    if _object_at(template, "metadata", f"{prefix}.template.metadata", where,
+                  problems) is None:
         return
     ns = objects.namespace(document) or namespace
     suffix = hashlib.sha256(f"{ns}/{name}".encode()).hexdigest()[:5]
@@ -175,14 +183,27 @@ def _expand_workload(document: dict[str, Any], kind: str, where: str, namespace:
         pod = copy.deepcopy(template)
         pod["kind"] = "Pod"
         pod["apiVersion"] = "v1"
-        pod_meta = pod.setdefault("metadata", {})
-        pod_meta["namespace"] = ns
         # StatefulSets name pods <name>-<ordinal>; the others get a generated suffix
-        pod_meta["name"] = f"{name}-{i}" if kind == "StatefulSet" else f"{name}-{suffix}-{i}"
+        pod["metadata"] = {**objects.meta(pod), "namespace": ns,
+                           "name": f"{name}-{i}" if kind == "StatefulSet"
+                           else f"{name}-{suffix}-{i}"}
         checked = _checked_pod(pod, f"{where}[{i}]", namespace, problems)
         if checked is None:
             return  # the template is wrong: once is enough
         out.append(PodManifest(checked, f"{where}[{i}]", owner=f"{kind} {ns}/{name}"))
+
+
+def _object_at(parent: dict[str, Any], key: str, path: str, where: str,
+               problems: list[str]) -> dict[str, Any] | None:
+    """``parent[key]`` when it is an object (missing or null: an empty one, as the API server
+    reads it); else the problem, naming ``path``, and ``None``."""
+    value = parent.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        problems.append(f"{where}: {path}: must be an object, got {type(value).__name__}")
+        return None
+    return value
 
 
 def _checked_pod(pod: dict[str, Any], where: str, namespace: str, problems: list[str]

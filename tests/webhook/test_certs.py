@@ -56,6 +56,54 @@ def test_a_bad_ip_or_a_missing_manifest_is_a_message(
     assert "nope.yaml: No such file or directory" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("text", "message"), [
+    ("a: [\n", "not YAML (line 2, column 1: expected the node content"),
+    ("kind: Service\nmetadata: {name: x}\n",
+     "no MutatingWebhookConfiguration or ValidatingWebhookConfiguration in it"),
+    ("just a sentence\n", 'document 0: expected an object with a kind, got "just a sentence"'),
+    ("kind: MutatingWebhookConfiguration\nwebhooks: {name: a}\n",
+     'document 0 (MutatingWebhookConfiguration): webhooks: must be a list, got {"name":"a"}'),
+    ("kind: ValidatingWebhookConfiguration\nwebhooks: [x]\n",
+     'document 0 (ValidatingWebhookConfiguration): webhooks[0]: must be an object, got "x"'),
+    ("kind: MutatingWebhookConfiguration\nwebhooks: [{name: a, clientConfig: x}]\n",
+     'document 0 (MutatingWebhookConfiguration): webhooks[0].clientConfig: must be an object, '
+     'got "x"'),
+])
+def test_a_manifest_it_cannot_fill_is_a_message_and_nothing_is_written(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, message: str) -> None:
+    manifest = tmp_path / "webhook.yaml"
+    manifest.write_text(text)
+    out = tmp_path / "out"
+    assert main(["webhook-certs", "--manifest", str(manifest), "--out-dir", str(out)]) == 2
+    assert f"--manifest {manifest}: {message}" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_null_parts_of_a_webhook_configuration_are_filled_in(tmp_path: Path) -> None:
+    # ``annotations:`` and ``clientConfig:`` left empty in YAML are null, not a mistake
+    manifest = tmp_path / "webhook.yaml"
+    manifest.write_text("kind: MutatingWebhookConfiguration\nmetadata:\n  name: x\n"
+                        "  annotations:\nwebhooks:\n- name: a.b.c\n  clientConfig:\n")
+    assert main(["webhook-certs", "--manifest", str(manifest), "--out-dir",
+                 str(tmp_path / "out")]) == 0
+    [config] = yaml.safe_load_all((tmp_path / "out" / "webhook.yaml").read_text())
+    assert base64.b64decode(config["webhooks"][0]["clientConfig"]["caBundle"]) == \
+        (tmp_path / "out" / "ca.crt").read_bytes()
+
+
+def test_an_unreadable_manifest_or_an_out_dir_in_the_way_is_a_message(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    binary = tmp_path / "webhook.yaml"
+    binary.write_bytes(b"\xff\xfe")
+    assert main(["webhook-certs", "--manifest", str(binary), "--out-dir",
+                 str(tmp_path / "out")]) == 2
+    assert "not UTF-8 text (byte 0)" in capsys.readouterr().err
+    in_the_way = tmp_path / "a-file"
+    in_the_way.write_text("")
+    assert main(["webhook-certs", "--out-dir", str(in_the_way)]) == 2
+    assert f"--out-dir {in_the_way}: File exists" in capsys.readouterr().err
+
+
 def test_cert_manager_manifest_matches_the_webhook_manifest() -> None:
     """The Certificate names the Service the webhooks call, writes the Secret the Deployment
     mounts, and is the one the CA injector annotation points at."""

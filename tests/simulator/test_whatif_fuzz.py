@@ -1,0 +1,134 @@
+"""What-if on careless manifests, generated: a workload or pod whose parts are null, of the
+wrong JSON type or arbitrary is either replayed or refused with problems that name where
+(``ManifestError``), never a stack trace. Each manifest starts from a valid one and has parts
+replaced, so hypothesis shrinks a failure to the one part that broke it."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+import yaml
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from extender.platform import Platform
+from extender.sync.offline import ClusterObjects, load_cluster_file
+from extender.whatif.manifests import ManifestError, load_pod_manifests
+from extender.whatif.replay import what_if
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+
+CONTAINER = {"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": "1"}}}
+POD_SPEC = {"containers": [CONTAINER]}
+TEMPLATE = {"metadata": {"labels": {"app": "a"}}, "spec": POD_SPEC}
+VALID: dict[str, dict[str, Any]] = {
+    "Pod": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": POD_SPEC},
+    "Deployment": {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+                   "spec": {"replicas": 2, "template": TEMPLATE}},
+    "StatefulSet": {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "s"},
+                    "spec": {"replicas": 2, "template": TEMPLATE}},
+    "Job": {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+            "spec": {"parallelism": 2, "template": TEMPLATE}},
+    "CronJob": {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "c"},
+                "spec": {"jobTemplate": {"spec": {"parallelism": 1, "template": TEMPLATE}}}},
+    "List": {"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "l"}, "spec": POD_SPEC}]},
+    "PodList": {"apiVersion": "v1", "kind": "PodList", "items": [
+        {"metadata": {"name": "pl"}, "spec": POD_SPEC}]},
+}
+POD_PARTS: list[tuple[str | int, ...]] = [
+    ("metadata",), ("metadata", "name"), ("metadata", "namespace"), ("metadata", "labels"),
+    ("spec",), ("spec", "containers"), ("spec", "containers", 0),
+    ("spec", "containers", 0, "resources"), ("spec", "containers", 0, "resources", "limits"),
+    ("spec", "nodeSelector"), ("spec", "affinity"), ("spec", "tolerations"),
+    ("spec", "nodeName"), ("status",)]
+WORKLOAD_PARTS: list[tuple[str | int, ...]] = [
+    ("metadata",), ("metadata", "name"), ("spec",), ("spec", "replicas"),
+    ("spec", "parallelism"), ("spec", "template"), ("spec", "template", "metadata"),
+    ("spec", "template", "spec"), ("spec", "jobTemplate"), ("spec", "jobTemplate", "spec"),
+    ("spec", "jobTemplate", "spec", "template"), ("spec", "jobTemplate", "spec", "template",
+                                                  "metadata"),
+    ("items",), ("items", 0), ("items", 0, "metadata"), ("items", 0, "spec")]
+
+json_scalars = st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | \
+    st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=12)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner,
+                                                                  max_size=3),
+    max_leaves=8)
+
+
+def step_into(target: Any, step: str | int) -> Any:
+    """The container at ``target[step]``, or ``None``."""
+    if isinstance(target, dict) and isinstance(step, str):
+        found = target.get(step)
+    elif isinstance(target, list) and isinstance(step, int) and step < len(target):
+        found = target[step]
+    else:
+        return None
+    return found if isinstance(found, (dict, list)) else None
+
+
+def set_part(document: Any, path: tuple[str | int, ...], value: object) -> None:
+    """Replace the part at ``path`` where the document has the parts above it."""
+    target = document
+    for step in path[:-1]:
+        target = step_into(target, step)
+        if target is None:
+            return
+    last = path[-1]
+    settable = isinstance(target, dict) and isinstance(last, str)
+    settable |= isinstance(target, list) and isinstance(last, int) and last < len(target)
+    if settable:
+        target[last] = value
+
+
+@st.composite
+def manifests(draw: st.DrawFn) -> dict[str, Any]:
+    kind = draw(st.sampled_from(sorted(VALID)))
+    document = copy.deepcopy(VALID[kind])
+    parts = POD_PARTS + [("spec", "template", "spec", *p[1:]) for p in POD_PARTS
+                         if p[0] == "spec"] + WORKLOAD_PARTS
+    for path in draw(st.lists(st.sampled_from(parts), max_size=3, unique=True)):
+        set_part(document, path, draw(json_values))
+    return document
+
+
+@pytest.fixture(scope="module")
+def cluster() -> ClusterObjects:
+    return load_cluster_file(DATA / "cluster.json")
+
+
+SETTINGS = settings(max_examples=200, deadline=None, derandomize=True,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                           HealthCheck.too_slow])
+
+
+@SETTINGS
+@given(document=manifests(), as_yaml=st.booleans())
+@example(document={**VALID["Deployment"], "spec": {"replicas": 1, "template": {
+    "metadata": None, "spec": POD_SPEC}}}, as_yaml=True)
+@example(document={**VALID["CronJob"], "spec": {"jobTemplate": []}}, as_yaml=False)
+@example(document={**VALID["Deployment"], "spec": "three replicas"}, as_yaml=False)
+def test_a_careless_manifest_is_replayed_or_refused_with_its_problems(
+        tmp_path_factory: pytest.TempPathFactory, platform: Platform,
+        cluster: ClusterObjects, document: dict[str, Any], as_yaml: bool) -> None:
+    folder = tmp_path_factory.mktemp("manifests")
+    if as_yaml:
+        path = folder / "m.yaml"
+        path.write_text(yaml.safe_dump(document))
+    else:
+        path = folder / "m.json"
+        path.write_bytes(orjson.dumps(document))
+    try:
+        pods = load_pod_manifests(path)
+    except ManifestError as error:
+        assert error.problems and all(str(path) in p for p in error.problems), error.problems
+        return
+    [run] = what_if(platform, cluster, pods, ["cost-fragmentation"])
+    assert len(run.outcomes) == len(pods)
