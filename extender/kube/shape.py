@@ -100,6 +100,7 @@ _AFFINITY = _object({"nodeAffinity": _object({
 _CONTAINER = _object({
     "name": _string, "restartPolicy": _string,
     "resources": _object({"requests": _QUANTITY_MAP, "limits": _QUANTITY_MAP}),
+    "ports": _list_of(_object({"hostIP": _string, "protocol": _string})),
 })
 _POD = _object({
     "metadata": _METADATA,
@@ -107,6 +108,9 @@ _POD = _object({
         "schedulerName": _string, "nodeName": _string, "nodeSelector": _STRING_MAP,
         "affinity": _AFFINITY, "overhead": _QUANTITY_MAP,
         "containers": _list_of(_CONTAINER), "initContainers": _list_of(_CONTAINER),
+        "tolerations": _list_of(_object({"key": _string, "operator": _string,
+                                         "value": _string, "effect": _string})),
+        "resources": _object({"requests": _QUANTITY_MAP, "limits": _QUANTITY_MAP}),
     }),
     "status": _object({"phase": _string}),
 })

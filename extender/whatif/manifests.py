@@ -20,6 +20,7 @@ import yaml
 
 from extender.errors import ExtenderError, yaml_problem
 from extender.kube import objects
+from extender.kube.shape import ShapeError, check_pod
 
 SUFFIXES = (".yaml", ".yml", ".json")
 WORKLOADS = {"Deployment": "replicas", "ReplicaSet": "replicas", "StatefulSet": "replicas",
@@ -226,4 +227,9 @@ def _checked_pod(pod: dict[str, Any], where: str, namespace: str, problems: list
     pod["metadata"].setdefault("resourceVersion", "1")
     pod["spec"].pop("nodeName", None)  # replayed as new pods, wherever they are now
     pod.pop("status", None)
+    try:  # what the API server would refuse at apply, before any decoder reads it
+        check_pod(pod)
+    except ShapeError as exc:
+        problems.append(f"{where}: pod {name}: {exc}")
+        return None
     return pod

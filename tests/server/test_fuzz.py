@@ -26,6 +26,7 @@ from extender.platform import Platform
 from extender.server.app import create_app
 from extender.server.service import ExtenderService
 from extender.sync.offline import load_cluster_file
+from tests.careless_json import json_scalars, json_values, set_part
 from tests.server.conftest import DATA
 from tests.server.invariants import assert_gpu_invariants
 
@@ -40,14 +41,6 @@ HOSTILE_AMOUNTS = ["1e400", "1e450000", "1e18", "1e20", "9223372036854775807", 2
 GPU_RESOURCES = ["nvidia.com/gpu", "nvidia.com/gpu.shared", "nvidia.com/mig-1g.10gb",
                  "nvidia.com/mig-3g.40gb", "nvidia.com/mig-9g.99gb", "gpu-extender.io/gpu-memory",
                  "gpu-extender.io/gpu-milli", "cpu", "memory"]
-
-json_scalars = st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | \
-    st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20)
-json_values = st.recursive(
-    json_scalars,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
-                                                                  max_size=4),
-    max_leaves=12)
 
 # Where a careless client can put a wrong value: each path is a part some decoder reads.
 PARTS: list[tuple[str | int, ...]] = [
@@ -66,24 +59,6 @@ def base_pod(uid: str, resource: str, amount: object) -> dict[str, Any]:
                          "resourceVersion": "1"},
             "spec": {"containers": [{"name": "main",
                                      "resources": {"limits": {resource: amount}}}]}}
-
-
-def set_part(document: dict[str, Any], path: tuple[str | int, ...], value: object) -> None:
-    target: Any = document
-    for step in path[:-1]:
-        if isinstance(target, dict):
-            target = target.setdefault(step, {}) if isinstance(step, str) else None
-        elif isinstance(target, list) and isinstance(step, int) and step < len(target):
-            target = target[step]
-        else:
-            return
-        if target is None:
-            return
-    last = path[-1]
-    settable = isinstance(target, dict) and isinstance(last, str)
-    settable |= isinstance(target, list) and isinstance(last, int) and last < len(target)
-    if settable:
-        target[last] = value
 
 
 @st.composite

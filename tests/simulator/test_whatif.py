@@ -79,6 +79,30 @@ def test_every_manifest_problem_is_reported_before_any_replay(tmp_path: Path) ->
     assert len(error.value.problems) == 5
 
 
+def test_a_part_the_api_server_would_refuse_is_a_problem_naming_it(tmp_path: Path) -> None:
+    # kubectl apply would refuse both; the replay's kube-scheduler filters read both parts
+    tolerating = pod_doc("tolerating", {"nvidia.com/gpu": "1"})
+    tolerating["spec"]["tolerations"] = True  # type: ignore[index]
+    container: dict[str, object] = {"name": "c", "ports": 80,
+                                    "resources": {"limits": {"nvidia.com/gpu": 1}}}
+    deployment = {"kind": "Deployment", "metadata": {"name": "web"},
+                  "spec": {"replicas": None, "template": {  # null replicas: the default, 1
+                      "metadata": None,  # an empty ``metadata:`` in YAML
+                      "spec": {"containers": [container]}}}}
+    (tmp_path / "a.yaml").write_text(yaml.safe_dump_all([tolerating, deployment]))
+    with pytest.raises(ManifestError) as error:
+        load_pod_manifests(tmp_path)
+    first, second = error.value.problems
+    assert first == f"{tmp_path / 'a.yaml'}#0: pod tolerating: spec.tolerations=true: must be " \
+        "a list"
+    assert second.startswith(f"{tmp_path / 'a.yaml'}#1[0]: pod web-")
+    assert second.endswith(": spec.containers[0].ports=80: must be a list")
+    container["ports"] = [{"hostPort": 80}]
+    (tmp_path / "a.yaml").write_text(yaml.safe_dump_all([deployment]))
+    [replica] = load_pod_manifests(tmp_path)
+    assert replica.pod["metadata"]["namespace"] == "default"
+
+
 def test_examples_on_the_test_cluster_file(platform: Platform) -> None:
     objects = load_cluster_file(DATA / "cluster.json")
     runs = what_if(platform, objects, load_pod_manifests(EXAMPLES),

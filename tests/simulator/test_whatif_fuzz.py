@@ -19,6 +19,7 @@ from extender.platform import Platform
 from extender.sync.offline import ClusterObjects, load_cluster_file
 from extender.whatif.manifests import ManifestError, load_pod_manifests
 from extender.whatif.replay import what_if
+from tests.careless_json import json_values, set_part
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 
@@ -53,39 +54,6 @@ WORKLOAD_PARTS: list[tuple[str | int, ...]] = [
     ("spec", "jobTemplate", "spec", "template"), ("spec", "jobTemplate", "spec", "template",
                                                   "metadata"),
     ("items",), ("items", 0), ("items", 0, "metadata"), ("items", 0, "spec")]
-
-json_scalars = st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | \
-    st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=12)
-json_values = st.recursive(
-    json_scalars,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner,
-                                                                  max_size=3),
-    max_leaves=8)
-
-
-def step_into(target: Any, step: str | int) -> Any:
-    """The container at ``target[step]``, or ``None``."""
-    if isinstance(target, dict) and isinstance(step, str):
-        found = target.get(step)
-    elif isinstance(target, list) and isinstance(step, int) and step < len(target):
-        found = target[step]
-    else:
-        return None
-    return found if isinstance(found, (dict, list)) else None
-
-
-def set_part(document: Any, path: tuple[str | int, ...], value: object) -> None:
-    """Replace the part at ``path`` where the document has the parts above it."""
-    target = document
-    for step in path[:-1]:
-        target = step_into(target, step)
-        if target is None:
-            return
-    last = path[-1]
-    settable = isinstance(target, dict) and isinstance(last, str)
-    settable |= isinstance(target, list) and isinstance(last, int) and last < len(target)
-    if settable:
-        target[last] = value
 
 
 @st.composite

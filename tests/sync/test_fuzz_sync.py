@@ -37,7 +37,8 @@ from extender.server.service import ExtenderService
 from extender.sync.apply import InventoryApplier
 from extender.sync.offline import load_cluster_file
 from extender.sync.trust import invalid_request, mismatch
-from tests.server.test_fuzz import json_values, pods, set_part
+from tests.careless_json import json_values, set_part
+from tests.server.test_fuzz import pods
 from tests.sync.clusters import mig_node, shared_node, t4_node
 
 NODES = [t4_node("t4-0"), mig_node("mig-0"), shared_node("shared-0")]

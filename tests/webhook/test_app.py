@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
+from extender.webhook.admit import PodAdmission
 from extender.webhook.app import create_app
 from extender.webhook.review import MAX_WARNING_CHARS, encode_response
 from tests.builders import make_pod
@@ -114,10 +115,15 @@ def test_warnings_are_single_line_and_bounded() -> None:
     assert len(warnings[1]) == MAX_WARNING_CHARS and warnings[1].endswith("...")
 
 
-def test_an_unexpected_error_allows_the_pod_and_is_counted(client: FlaskClient) -> None:
+def test_an_unexpected_error_allows_the_pod_and_is_counted(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """A bug must not block pod creation: the extender still checks at filter time."""
+    def bug(self: PodAdmission, request: object) -> None:
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(PodAdmission, "mutate", bug)
+    client = create_app(platform_with({"platformMapping": {"typeLabel": "gke"}})).test_client()
     pod = make_pod("p").gpus(1).obj()
-    pod["spec"]["tolerations"] = 5   # a shape the API server would never send
     reply = client.post("/mutate", json=envelope(pod, uid="e"))
     assert reply.status_code == 200
     assert reply.get_json()["response"] == {"uid": "e", "allowed": True}
