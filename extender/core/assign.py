@@ -160,10 +160,15 @@ def best_mig_start(catalog: Catalog, type_index: int, used: int, free_starts: in
 
 
 def taken_fraction(snapshot: ClusterSnapshot, row: int, grants: Sequence[GpuGrant]) -> float:
-    """GPU-equivalents a set of grants takes (whole 1, replica 1/R, VRAM v/total, MIG s/slots)."""
+    """GPU-equivalents a set of grants takes (whole 1, replica 1/R, VRAM v/total, MIG s/slots).
+    A grant on a GPU the node does not report now (its device plugin not registered yet, the
+    GPU taken out) takes nothing of the node's GPUs."""
     total = 0.0
     for grant in grants:
-        slot = _slot_of(snapshot, row, grant.index)
+        found = flat_nonzero(snapshot.gpu_index[row] == grant.index)
+        if not len(found):
+            continue
+        slot = int(found[0])
         if grant.mig_profile is not None:
             slots = int(snapshot.catalog.mig_slots[int(snapshot.gpu_type[row, slot])]) or 8
             total += grant.mig_slices / slots

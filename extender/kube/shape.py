@@ -120,7 +120,8 @@ _NODE = _object({
                      else _raise(p, v, "true or false"),
                      "taints": _list_of(_object({"key": _string, "value": _string,
                                                  "effect": _string}))}),
-    "status": _object({"capacity": _QUANTITY_MAP, "allocatable": _QUANTITY_MAP}),
+    "status": _object({"capacity": _QUANTITY_MAP, "allocatable": _QUANTITY_MAP,
+                       "conditions": _list_of(_object({"type": _string, "status": _string}))}),
 })
 
 
@@ -138,6 +139,24 @@ def check_node(node: object, path: str = "") -> None:
     """Raise ``ShapeError`` unless ``node`` has the shape the node decoder relies on."""
     check_depth(node, path or "Node")
     _NODE(node, path)
+
+
+def has_pod_shape(pod: object) -> bool:
+    """``check_pod`` as a test: for readers that leave an object out rather than report it."""
+    return _passes(check_pod, pod)
+
+
+def has_node_shape(node: object) -> bool:
+    """``check_node`` as a test."""
+    return _passes(check_node, node)
+
+
+def _passes(check: Callable[[object], None], document: object) -> bool:
+    try:
+        check(document)
+    except ShapeError:
+        return False
+    return True
 
 
 _CONTAINERS = (dict, list)

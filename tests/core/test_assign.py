@@ -175,3 +175,11 @@ def test_taken_fraction_adds_what_each_grant_takes() -> None:
               GpuGrant(2, 6144, replica=True),
               GpuGrant(3, 40192, mig_profile="3g.40gb", mig_start=0, mig_slices=4)]
     assert taken_fraction(snap, row, grants) == pytest.approx(1 + 0.25 + 0.25 + 0.5)
+
+
+def test_a_grant_on_a_gpu_the_node_no_longer_reports_takes_nothing() -> None:
+    # the node reports GPU 0 only (say its device plugin has not registered the others yet);
+    # a pod's annotation still names GPU 1: 1 (GPU 0, whole) + 0 (GPU 1: not there)
+    snap = inventory(node("n", gpus=[gpu("t4", 0)])).snapshot()
+    grants = [GpuGrant(0, 16384, whole=True), GpuGrant(1, 16384, whole=True)]
+    assert taken_fraction(snap, snap.node_index["n"], grants) == pytest.approx(1.0)

@@ -21,7 +21,7 @@ from flask.testing import FlaskClient
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from extender.kube.shape import ShapeError, check_pod
+from extender.kube.shape import has_pod_shape
 from extender.platform import Platform
 from extender.server.app import create_app
 from extender.server.service import ExtenderService
@@ -88,14 +88,6 @@ def service(platform: Platform) -> Iterator[ExtenderService]:
 @pytest.fixture(scope="module")
 def fuzz_client(service: ExtenderService) -> FlaskClient:
     return create_app(service).test_client()
-
-
-def well_shaped(pod: dict[str, Any]) -> bool:
-    try:
-        check_pod(pod)
-    except ShapeError:
-        return False
-    return True
 
 
 def well_formed(path: str, body: bytes, client: FlaskClient) -> Any:
@@ -174,7 +166,7 @@ def test_invariants_hold_after_any_sequence_of_verbs(fuzz_client: FlaskClient,
     assert offline is not None
     for pod, node in sequence:
         meta = pod.get("metadata")
-        if well_shaped(pod):
+        if has_pod_shape(pod):
             offline.admit(pod)  # it exists in the cluster: the API server holds only valid pods
         body = orjson.dumps({"Pod": pod, "NodeNames": NODES})
         well_formed("/filter", body, fuzz_client)

@@ -15,6 +15,7 @@ import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from extender.cli import main
 from extender.platform import Platform
 from extender.sync.offline import ClusterObjects, load_cluster_file
 from extender.whatif.manifests import ManifestError, load_pod_manifests
@@ -100,3 +101,44 @@ def test_a_careless_manifest_is_replayed_or_refused_with_its_problems(
         return
     [run] = what_if(platform, cluster, pods, ["cost-fragmentation"])
     assert len(run.outcomes) == len(pods)
+
+
+CLUSTER: dict[str, Any] = orjson.loads((DATA / "cluster.json").read_bytes())
+EXAMPLES = DATA.parent.parent / "manifests" / "examples"
+
+
+def parts_of(document: Any, prefix: tuple[str | int, ...] = ()) -> list[tuple[str | int, ...]]:
+    """Every part's path (the first three entries of each list)."""
+    out: list[tuple[str | int, ...]] = []
+    if isinstance(document, dict):
+        items: list[tuple[str | int, Any]] = list(document.items())
+    elif isinstance(document, list):
+        items = list(enumerate(document[:3]))
+    else:
+        return out
+    for key, value in items:
+        out.append((*prefix, key))
+        out += parts_of(value, (*prefix, key))
+    return out
+
+
+CLUSTER_PARTS = [p for p in parts_of(CLUSTER) if p[0] == "items" and len(p) > 2]
+
+
+@settings(max_examples=60, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(changes=st.lists(st.tuples(st.sampled_from(CLUSTER_PARTS), json_values), min_size=1,
+                        max_size=3))
+def test_a_careless_cluster_file_is_shown_or_refused_with_a_message(
+        tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str],
+        changes: list[tuple[tuple[str | int, ...], object]]) -> None:
+    # a hand-edited dump: objects an API server would never hold are left out (warned) or
+    # the file is refused; inspect and what-if answer either way, never with a stack trace
+    document = copy.deepcopy(CLUSTER)
+    for path, value in changes:
+        set_part(document, path, value)
+    path = tmp_path_factory.mktemp("cluster") / "cluster.json"
+    path.write_bytes(orjson.dumps(document))
+    assert main(["inspect", "--cluster-file", str(path), "-d"]) in (0, 1, 2)
+    assert main(["what-if", "--cluster-file", str(path), "--pods", str(EXAMPLES)]) in (0, 1, 2)
+    assert "Traceback" not in capsys.readouterr().err

@@ -18,6 +18,7 @@ from typing import Any
 from extender.kube import objects
 from extender.kube.filters.facts import HostPort, NodeFacts, PodDemand, node_facts, pod_demand
 from extender.kube.filters.rules import Exclusion, NodeUse, first_exclusion
+from extender.kube.shape import has_node_shape, has_pod_shape
 
 
 @dataclass(frozen=True, eq=False)
@@ -70,14 +71,17 @@ class KubeNodes:
     # -- events ----------------------------------------------------------------------------
 
     def replace_nodes(self, nodes: Iterable[Mapping[str, Any]]) -> None:
-        facts = {f.name: f for f in map(node_facts, nodes) if f.name}
+        facts = {f.name: f for f in map(node_facts, filter(has_node_shape, nodes)) if f.name}
         with self._lock:
             self._nodes = facts
 
     def node_event(self, deleted: bool, node: Mapping[str, Any]) -> None:
-        facts = node_facts(node)
+        """A node of a shape no API server holds (a hand-edited cluster file) is left out,
+        as the inventory leaves it out (``sync/apply.py``)."""
+        readable = has_node_shape(node)
+        facts = node_facts(node) if readable else NodeFacts(objects.name(node), {}, ())
         with self._lock:
-            if deleted:
+            if deleted or not readable:
                 self._nodes.pop(facts.name, None)
             elif facts.name:
                 self._nodes[facts.name] = facts
@@ -89,14 +93,17 @@ class KubeNodes:
             self.pod_event(False, pod)
 
     def pod_event(self, deleted: bool, pod: Mapping[str, Any]) -> None:
-        """A pod counts on its node while it is bound and not terminal."""
-        demand = pod_demand(pod)
+        """A pod counts on its node while it is bound and not terminal; one of a shape no API
+        server holds does not count (the inventory leaves it out too)."""
+        readable = has_pod_shape(pod)
+        demand = pod_demand(pod) if readable else PodDemand(
+            f"{objects.namespace(pod)}/{objects.name(pod)}", objects.uid(pod), "", {})
         key = demand.uid or demand.key
         with self._lock:
             old = self._pods.pop(key, None)
             if old is not None:
                 self._use.setdefault(old.node_name, _Use()).add(old, -1)
-            if not deleted and demand.node_name and not demand.terminal:
+            if readable and not deleted and demand.node_name and not demand.terminal:
                 self._pods[key] = demand
                 self._use.setdefault(demand.node_name, _Use()).add(demand, +1)
 
@@ -152,3 +159,4 @@ class KubeNodes:
         copy.requested, copy.pods, copy.ports = dict(use.requested), use.pods, list(use.ports)
         copy.add(counted, -1)
         return copy.frozen()
+

@@ -64,3 +64,20 @@ def test_reasons_are_grouped_most_nodes_first() -> None:
         "2 nodes: insufficient cpu (e.g. a1: cpu: needs 4 cores, 2 cores free); "
         "1 node: taint nvidia.com/gpu=present:NoSchedule; "
         "1 node: unschedulable (cordoned)")
+
+
+def test_objects_no_api_server_holds_are_left_out_as_the_inventory_leaves_them() -> None:
+    # a hand-edited cluster file: a node whose conditions are a number, a pod whose
+    # tolerations are; the filters iterate both (a TypeError before)
+    broken_node = node("b1") | {"status": {"conditions": 5}}
+    broken_pod = pod("p1", "6", "a1")
+    broken_pod["spec"]["tolerations"] = 3
+    state = KubeNodes.of([node("a1"), broken_node], [broken_pod])
+    assert state.names() == ["a1"]
+    assert state.use("a1").pods == 0
+    state.pod_event(False, pod("p1", "6", "a1"))  # mended: it counts
+    assert state.use("a1").pods == 1
+    state.pod_event(False, broken_pod)  # broken again: it no longer counts
+    assert state.use("a1").pods == 0
+    state.node_event(False, node("a1") | {"status": {"conditions": "Ready"}})
+    assert state.names() == []
