@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 import yaml
 
-from extender.errors import ExtenderError, yaml_problem
+from extender.errors import ExtenderError, shown, yaml_problem
 from extender.kube import objects
 from extender.kube.shape import ShapeError, check_pod
 
@@ -202,7 +202,7 @@ def _object_at(parent: dict[str, Any], key: str, path: str, where: str,
     if value is None:
         return {}
     if not isinstance(value, dict):
-        problems.append(f"{where}: {path}: must be an object, got {type(value).__name__}")
+        problems.append(f"{where}: {path}={shown(value)}: must be an object")
         return None
     return value
 

@@ -159,4 +159,3 @@ class KubeNodes:
         copy.requested, copy.pods, copy.ports = dict(use.requested), use.pods, list(use.ports)
         copy.add(counted, -1)
         return copy.frozen()
-
