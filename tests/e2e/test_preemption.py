@@ -151,8 +151,8 @@ def test_the_node_with_the_fewest_victims_among_several(
     # kube-scheduler's choice is in its Preempted events ("Preempted by pod <uid> on node
     # <node>", one per victim): its first preemption took l4-1 and s16 alone. (It may preempt
     # again on another node when it retries the pod before the extender's watch has applied
-    # s16's deletion: both watch the same event, and a retry seconds later finds l4-1 still
-    # held in the extender's view; docs/preemption.md, "What 1.36 cannot do".)
+    # s16's deletion: both watch the same event, and a retry as soon as kube-scheduler's cache
+    # drops s16 can find l4-1 still held in the extender's view; docs/preemption.md.)
     events = sorted(preempted(c), key=lambda e: e[0])
     assert events, "no Preempted event"
     first_node = events[0][2]
