@@ -36,3 +36,20 @@ def set_part(document: dict[str, Any], path: tuple[str | int, ...], value: objec
     settable |= isinstance(target, list) and isinstance(last, int) and last < len(target)
     if settable:
         target[last] = value
+
+
+def parts_of(document: Any, *, per_list: int = 3,
+             prefix: tuple[str | int, ...] = ()) -> list[tuple[str | int, ...]]:
+    """The path of every part of ``document`` (the first ``per_list`` entries of each list),
+    for ``set_part``."""
+    if isinstance(document, dict):
+        items: list[tuple[str | int, Any]] = list(document.items())
+    elif isinstance(document, list):
+        items = list(enumerate(document[:per_list]))
+    else:
+        return []
+    out: list[tuple[str | int, ...]] = []
+    for key, value in items:
+        out.append((*prefix, key))
+        out += parts_of(value, per_list=per_list, prefix=(*prefix, key))
+    return out

@@ -138,7 +138,8 @@ def validate_foreign_forms(errors: Errors, value: object) -> None:
             errors.add(f"{where}.name", f"duplicate of {path}.vramResources[{names[name]}]")
         else:
             names[name] = i
-        if entry.get("unit") not in VRAM_UNITS:
+        unit = entry.get("unit")
+        if not isinstance(unit, str) or unit not in VRAM_UNITS:
             errors.add(f"{where}.unit", f"unknown unit {entry.get('unit')!r}; accepted: "
                        + ", ".join(VRAM_UNITS))
 

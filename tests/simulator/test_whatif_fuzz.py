@@ -20,7 +20,7 @@ from extender.platform import Platform
 from extender.sync.offline import ClusterObjects, load_cluster_file
 from extender.whatif.manifests import ManifestError, load_pod_manifests
 from extender.whatif.replay import what_if
-from tests.careless_json import json_values, set_part
+from tests.careless_json import json_values, parts_of, set_part
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 
@@ -105,21 +105,6 @@ def test_a_careless_manifest_is_replayed_or_refused_with_its_problems(
 
 CLUSTER: dict[str, Any] = orjson.loads((DATA / "cluster.json").read_bytes())
 EXAMPLES = DATA.parent.parent / "manifests" / "examples"
-
-
-def parts_of(document: Any, prefix: tuple[str | int, ...] = ()) -> list[tuple[str | int, ...]]:
-    """Every part's path (the first three entries of each list)."""
-    out: list[tuple[str | int, ...]] = []
-    if isinstance(document, dict):
-        items: list[tuple[str | int, Any]] = list(document.items())
-    elif isinstance(document, list):
-        items = list(enumerate(document[:3]))
-    else:
-        return out
-    for key, value in items:
-        out.append((*prefix, key))
-        out += parts_of(value, (*prefix, key))
-    return out
 
 
 CLUSTER_PARTS = [p for p in parts_of(CLUSTER) if p[0] == "items" and len(p) > 2]

@@ -78,7 +78,9 @@ def _validate_switch(errors: Checks, path: str, value: object, name: re.Pattern[
 
 def _custom_keys(node_labels: object) -> list[str]:
     custom = node_labels.get("custom") if isinstance(node_labels, dict) else None
-    return [m["key"] for m in custom or () if isinstance(m, dict) and isinstance(m.get("key"), str)]
+    if not isinstance(custom, list):  # a wrong type is nodeLabels' own validation's to report
+        return []
+    return [m["key"] for m in custom if isinstance(m, dict) and isinstance(m.get("key"), str)]
 
 
 def _validate_mapping(errors: Checks, mapping: object, catalog: Catalog,
