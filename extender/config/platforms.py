@@ -16,6 +16,7 @@ from extender.config.types import (
     InstanceTypeEntry,
     VramResource,
 )
+from extender.errors import shown
 
 FOREIGN_FORMS_KEYS = ("hami", "kai", "vramResources")
 VRAM_RESOURCE_KEYS = ("name", "unit")
@@ -140,7 +141,7 @@ def validate_foreign_forms(errors: Errors, value: object) -> None:
             names[name] = i
         unit = entry.get("unit")
         if not isinstance(unit, str) or unit not in VRAM_UNITS:
-            errors.add(f"{where}.unit", f"unknown unit {entry.get('unit')!r}; accepted: "
+            errors.add(f"{where}.unit", f"unknown unit {shown(unit)}; accepted: "
                        + ", ".join(VRAM_UNITS))
 
 

@@ -40,3 +40,14 @@ def test_a_careless_config_is_refused_with_its_fields(
     assert main(["check-config", str(path)]) in (0, 1, 2)
     assert main(["catalog", "--config", str(path)]) in (0, 1, 2)
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_a_unit_of_the_wrong_type_is_named_with_its_value_as_json(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = copy.deepcopy(DEFAULT)
+    config["foreignForms"]["vramResources"][0]["unit"] = {"x": 1}
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    assert main(["check-config", str(path)]) == 1
+    assert 'foreignForms.vramResources[0].unit: unknown unit {"x":1}; accepted: GiB, MiB, ' \
+        "quantity" in capsys.readouterr().err
